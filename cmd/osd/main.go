@@ -1,0 +1,5 @@
+package main
+
+import _ "github.com/osdcloud/osd/daemon/k3s"
+
+func main() {}
