@@ -1,0 +1,85 @@
+package images
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// PauseRef is the sandbox image reference the embedded k3s expects.
+const PauseRef = "docker.io/rancher/mirrored-pause:3.6"
+
+// PauseImage returns the pod sandbox image: /pause (PauseBinary) as its
+// entrypoint, run as 65535:65535 like the upstream pause image.
+func PauseImage() (v1.Image, error) {
+	if err := checkArch(); err != nil {
+		return nil, err
+	}
+	return ImageFromFiles(
+		[]File{{Path: "pause", Mode: 0o755, Data: PauseBinary()}},
+		ImageConfig{
+			Entrypoint: []string{"/pause"},
+			User:       "65535:65535",
+			Labels:     map[string]string{"org.osdcloud.osd.image": "pause"},
+		},
+	)
+}
+
+// WriteArchive writes refs (reference -> image) to w as a docker-save
+// tarball, the format containerd's importer (k3s agent/images, `ctr images
+// import`) accepts. References are tags; a
+// missing tag means latest.
+func WriteArchive(w io.Writer, refs map[string]v1.Image) error {
+	if len(refs) == 0 {
+		return fmt.Errorf("write image archive: no images")
+	}
+	m := make(map[name.Reference]v1.Image, len(refs))
+	for r, img := range refs {
+		tag, err := name.NewTag(r)
+		if err != nil {
+			return fmt.Errorf("write image archive: reference %q: %w", r, err)
+		}
+		m[tag] = img
+	}
+	if err := tarball.MultiRefWrite(m, w); err != nil {
+		return fmt.Errorf("write image archive: %w", err)
+	}
+	return nil
+}
+
+// WriteArchiveFile writes the archive to path atomically (a temporary file in
+// the same directory, synced, then renamed; mode 0644), so a reader such as
+// k3s at start never sees a partial archive.
+func WriteArchiveFile(path string, refs map[string]v1.Image) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write image archive: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := WriteArchive(tmp, refs); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("write image archive: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write image archive: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write image archive: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write image archive: %w", err)
+	}
+	return nil
+}

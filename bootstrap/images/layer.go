@@ -1,0 +1,131 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// epoch is the fixed time stamped on every tar entry, config and history
+// entry, so that the same content always gives the same digest.
+var epoch = v1.Time{Time: timeEpoch}
+
+// blobLayer is a gzip-compressed layer whose digests were computed in the
+// single pass that wrote it. Its bytes live in memory or in a file.
+type blobLayer struct {
+	digest, diffID v1.Hash
+	size           int64
+	data           []byte // in-memory layers
+	path           string // file-backed layers
+}
+
+var _ v1.Layer = (*blobLayer)(nil)
+
+func (l *blobLayer) Digest() (v1.Hash, error) { return l.digest, nil }
+func (l *blobLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
+func (l *blobLayer) Size() (int64, error)     { return l.size, nil }
+func (l *blobLayer) MediaType() (types.MediaType, error) {
+	return types.DockerLayer, nil
+}
+
+func (l *blobLayer) Compressed() (io.ReadCloser, error) {
+	if l.path == "" {
+		return io.NopCloser(bytes.NewReader(l.data)), nil
+	}
+	return os.Open(l.path)
+}
+
+func (l *blobLayer) Uncompressed() (io.ReadCloser, error) {
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(rc)
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("open layer %s: %w", l.digest, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{zr, rc}, nil
+}
+
+// countingHash hashes and counts what is written through it.
+type countingHash struct {
+	h hash.Hash
+	n int64
+}
+
+func (c *countingHash) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
+}
+
+func (c *countingHash) hash() v1.Hash {
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(c.h.Sum(nil))}
+}
+
+// writeLayer runs produce over a tar writer and writes the gzip-compressed
+// stream to w, returning the compressed digest and size and the uncompressed
+// diff ID. Compression uses a fixed level and an empty gzip header, so the
+// output depends only on the tar bytes.
+func writeLayer(w io.Writer, produce func(*tar.Writer) error) (digest, diffID v1.Hash, size int64, err error) {
+	comp := &countingHash{h: sha256.New()}
+	zw, err := gzip.NewWriterLevel(io.MultiWriter(w, comp), gzip.BestSpeed)
+	if err != nil {
+		return digest, diffID, 0, err
+	}
+	raw := &countingHash{h: sha256.New()}
+	tw := tar.NewWriter(io.MultiWriter(zw, raw))
+	if err := produce(tw); err != nil {
+		return digest, diffID, 0, err
+	}
+	if err := tw.Close(); err != nil {
+		return digest, diffID, 0, fmt.Errorf("finish layer tar: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return digest, diffID, 0, fmt.Errorf("finish layer gzip: %w", err)
+	}
+	return comp.hash(), raw.hash(), comp.n, nil
+}
+
+// memLayer builds an in-memory layer (for small images).
+func memLayer(produce func(*tar.Writer) error) (*blobLayer, error) {
+	var buf bytes.Buffer
+	d, diff, n, err := writeLayer(&buf, produce)
+	if err != nil {
+		return nil, err
+	}
+	return &blobLayer{digest: d, diffID: diff, size: n, data: buf.Bytes()}, nil
+}
+
+// fileLayer builds a layer written to path (for root filesystems).
+func fileLayer(path string, produce func(*tar.Writer) error) (l *blobLayer, err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create layer file: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("write layer file: %w", cerr)
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	d, diff, n, err := writeLayer(f, produce)
+	if err != nil {
+		return nil, err
+	}
+	return &blobLayer{digest: d, diffID: diff, size: n, path: path}, nil
+}
