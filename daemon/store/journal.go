@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/osdcloud/osd/daemon/api"
+)
+
+// JournalEntry is one row of the step journal (the wire type, so handlers can return it).
+type JournalEntry = api.JournalEntry
+
+// BeginStep records that run started step and returns the journal entry's id. Earlier
+// entries of the same step, even ones left 'started' by a crash, do not prevent it.
+func (d *DB) BeginStep(ctx context.Context, run, step string) (int64, error) {
+	res, err := d.db.ExecContext(ctx,
+		`INSERT INTO journal(run, step, state, started_at) VALUES (?, ?, 'started', ?)`, run, step, now())
+	if err != nil {
+		return 0, fmt.Errorf("journal start of step %q: %w", step, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("journal start of step %q: %w", step, err)
+	}
+	return id, nil
+}
+
+// EndStep closes a started journal entry: finished when stepErr is nil, otherwise failed
+// with stepErr's text as the detail. Ending an entry that is not 'started' is an error.
+func (d *DB) EndStep(ctx context.Context, id int64, stepErr error) error {
+	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return endStep(ctx, tx, id, stepErr)
+	})
+}
+
+// CompleteStep ends journal entry id as finished and records step as done with
+// fingerprint, in one transaction, so a crash cannot leave one without the other.
+func (d *DB) CompleteStep(ctx context.Context, id int64, step, fingerprint string) error {
+	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := endStep(ctx, tx, id, nil); err != nil {
+			return err
+		}
+		return recordStepDone(ctx, tx, step, fingerprint)
+	})
+}
+
+func endStep(ctx context.Context, tx *sql.Tx, id int64, stepErr error) error {
+	state, detail := api.StepFinished, ""
+	if stepErr != nil {
+		state, detail = api.StepFailed, stepErr.Error()
+	}
+	cur, err := entryState(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	if cur != api.StepStarted {
+		return fmt.Errorf("end journal entry %d: already %s", id, cur)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE journal SET state = ?, detail = ?, finished_at = ? WHERE id = ?`,
+		state, detail, now(), id)
+	if err != nil {
+		return fmt.Errorf("end journal entry %d: %w", id, err)
+	}
+	return nil
+}
+
+// MarkReverted records that the effects of journal entry id were undone.
+func (d *DB) MarkReverted(ctx context.Context, id int64) error {
+	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := entryState(ctx, tx, id); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE journal SET state = 'reverted', finished_at = ? WHERE id = ?`, now(), id)
+		if err != nil {
+			return fmt.Errorf("mark journal entry %d reverted: %w", id, err)
+		}
+		return nil
+	})
+}
+
+func entryState(ctx context.Context, tx *sql.Tx, id int64) (string, error) {
+	var state string
+	err := tx.QueryRowContext(ctx, `SELECT state FROM journal WHERE id = ?`, id).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("journal entry %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read journal entry %d: %w", id, err)
+	}
+	return state, nil
+}
+
+// RecentJournal returns up to limit journal entries, newest first; limit <= 0 means all.
+func (d *DB) RecentJournal(ctx context.Context, limit int) ([]JournalEntry, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	return d.queryJournal(ctx, `SELECT id, run, step, state, detail, started_at, finished_at
+		FROM journal ORDER BY id DESC LIMIT ?`, limit)
+}
+
+// InterruptedSteps returns the entries still 'started', oldest first: steps a crashed or
+// killed run began and never ended. Close them with EndStep or MarkReverted once handled.
+func (d *DB) InterruptedSteps(ctx context.Context) ([]JournalEntry, error) {
+	return d.queryJournal(ctx, `SELECT id, run, step, state, detail, started_at, finished_at
+		FROM journal WHERE state = 'started' ORDER BY id`)
+}
+
+func (d *DB) queryJournal(ctx context.Context, query string, args ...any) ([]JournalEntry, error) {
+	rows, err := d.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer rows.Close()
+	var out []JournalEntry
+	for rows.Next() {
+		var e JournalEntry
+		var started int64
+		var finished sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.Run, &e.Step, &e.State, &e.Detail, &started, &finished); err != nil {
+			return nil, fmt.Errorf("read journal: %w", err)
+		}
+		e.StartedAt = fromMillis(started)
+		if finished.Valid {
+			t := fromMillis(finished.Int64)
+			e.FinishedAt = &t
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	return out, nil
+}
+
+// StepDone reports whether step last completed with exactly these inputs (fingerprint).
+func (d *DB) StepDone(ctx context.Context, step, fingerprint string) (bool, error) {
+	var stored string
+	err := d.db.QueryRowContext(ctx, `SELECT fingerprint FROM steps WHERE step = ?`, step).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read completion of step %q: %w", step, err)
+	}
+	return stored == fingerprint, nil
+}
+
+// RecordStepDone records that step completed with inputs hashed to fingerprint.
+func (d *DB) RecordStepDone(ctx context.Context, step, fingerprint string) error {
+	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return recordStepDone(ctx, tx, step, fingerprint)
+	})
+}
+
+func recordStepDone(ctx context.Context, tx *sql.Tx, step, fingerprint string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO steps(step, fingerprint, finished_at) VALUES (?, ?, ?)
+		ON CONFLICT(step) DO UPDATE SET fingerprint = excluded.fingerprint, finished_at = excluded.finished_at`,
+		step, fingerprint, now())
+	if err != nil {
+		return fmt.Errorf("record completion of step %q: %w", step, err)
+	}
+	return nil
+}
+
+// ForgetStep drops the completion record of step so it runs again; a missing record is fine.
+func (d *DB) ForgetStep(ctx context.Context, step string) error {
+	if _, err := d.db.ExecContext(ctx, `DELETE FROM steps WHERE step = ?`, step); err != nil {
+		return fmt.Errorf("forget completion of step %q: %w", step, err)
+	}
+	return nil
+}

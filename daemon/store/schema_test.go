@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
+	ctx := context.Background()
+	want := map[int][]string{
+		1: {"schema", "config", "journal", "steps"},
+		2: {"schema", "config", "journal", "steps", "journal_step", "journal_state"},
+	}
+	for n := 0; n <= len(updates); n++ {
+		for _, kind := range []string{"memory", "file"} {
+			t.Run(kind+"/"+string(rune('0'+n)), func(t *testing.T) {
+				var d *DB
+				if kind == "memory" {
+					var err error
+					d, err = openMemory(ctx, updates[:n])
+					if err != nil {
+						t.Fatalf("openMemory(updates[:%d]) = %v, want nil", n, err)
+					}
+					t.Cleanup(func() { d.Close() })
+				} else {
+					d, _ = openTemp(t, updates[:n])
+				}
+				v, err := d.SchemaVersion(ctx)
+				if err != nil || v != n {
+					t.Fatalf("SchemaVersion() = %d, %v, want %d, nil", v, err, n)
+				}
+				got := tables(t, d)
+				for _, name := range want[n] {
+					if !got[name] {
+						t.Errorf("after %d updates tables = %v, want %q", n, got, name)
+					}
+				}
+			})
+		}
+	}
+	if LatestSchemaVersion() != len(want) {
+		t.Errorf("LatestSchemaVersion() = %d, want %d (add the new update to this test)", LatestSchemaVersion(), len(want))
+	}
+}
+
+func TestConnectionSettings(t *testing.T) {
+	d, path := openTemp(t, updates)
+	ctx := context.Background()
+	checks := []struct {
+		pragma string
+		want   string
+	}{
+		{"journal_mode", "wal"},
+		{"foreign_keys", "1"},
+		{"busy_timeout", "5000"},
+	}
+	for _, c := range checks {
+		t.Run(c.pragma, func(t *testing.T) {
+			var got string
+			if err := d.db.QueryRowContext(ctx, "PRAGMA "+c.pragma).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("PRAGMA %s = %s, want %s", c.pragma, got, c.want)
+			}
+		})
+	}
+	if err := d.SetConfig(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("mode of %s = %v, want 0600", p, st.Mode().Perm())
+		}
+	}
+	st, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("mode of created parent %s = %v, want 0700", filepath.Dir(path), st.Mode().Perm())
+	}
+}
+
+func TestOpenTightensLooseMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "osd.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open() = %v, want nil", err)
+	}
+	d.Close()
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode after Open = %v, want 0600", st.Mode().Perm())
+	}
+}
+
+func TestPathWithURICharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "we?ird#dir%20", "osd.db")
+	d, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v, want nil", path, err)
+	}
+	defer d.Close()
+	if err := d.SetConfig(context.Background(), "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("stat(%q) = %v, want the database at exactly that path", path, err)
+	}
+}
+
+func TestReopenIsNoop(t *testing.T) {
+	ctx := context.Background()
+	d, path := openTemp(t, updates)
+	if err := d.SetConfig(ctx, "name", "node1"); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+
+	d2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open() again = %v, want nil", err)
+	}
+	defer d2.Close()
+	var rows int
+	if err := d2.db.QueryRow(`SELECT COUNT(*) FROM schema`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(updates) {
+		t.Errorf("schema rows after reopen = %d, want %d", rows, len(updates))
+	}
+	if v, _, _ := d2.GetConfig(ctx, "name"); v != "node1" {
+		t.Errorf("GetConfig(name) after reopen = %q, want node1", v)
+	}
+	if _, err := os.Stat(path + ".bak"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stat(.bak) after no-op reopen = %v, want not exist", err)
+	}
+}
+
+func TestUpgradeFromV1KeepsDataAndBacksUp(t *testing.T) {
+	ctx := context.Background()
+	old, path := openTemp(t, updates[:1])
+	if err := old.SetConfig(ctx, "name", "node1"); err != nil {
+		t.Fatal(err)
+	}
+	id, err := old.BeginStep(ctx, "run1", "ovs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old handle stays open, so its writes are still in the WAL: the backup must
+	// checkpoint them into the main file before copying.
+	if _, err := os.Stat(path + "-wal"); err != nil {
+		t.Fatalf("stat(-wal) = %v, want the WAL to hold the writes", err)
+	}
+
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open() upgrade = %v, want nil", err)
+	}
+	defer d.Close()
+	if v, _ := d.SchemaVersion(ctx); v != LatestSchemaVersion() {
+		t.Errorf("SchemaVersion() after upgrade = %d, want %d", v, LatestSchemaVersion())
+	}
+	if v, ok, _ := d.GetConfig(ctx, "name"); !ok || v != "node1" {
+		t.Errorf("GetConfig(name) after upgrade = %q, %v, want node1, true", v, ok)
+	}
+	if got, _ := d.InterruptedSteps(ctx); len(got) != 1 || got[0].ID != id {
+		t.Errorf("InterruptedSteps() after upgrade = %+v, want entry %d", got, id)
+	}
+	if !tables(t, d)["journal_step"] {
+		t.Error("journal_step index missing after upgrade")
+	}
+
+	// The backup is the version-1 database with the data.
+	st, err := os.Stat(path + ".bak")
+	if err != nil {
+		t.Fatalf("stat(.bak) = %v, want a backup", err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode of .bak = %v, want 0600", st.Mode().Perm())
+	}
+	copyPath := filepath.Join(t.TempDir(), "restored.db")
+	if err := copyFile(path+".bak", copyPath); err != nil {
+		t.Fatal(err)
+	}
+	bak, err := open(ctx, copyPath, updates[:1])
+	if err != nil {
+		t.Fatalf("open(backup, v1) = %v, want nil", err)
+	}
+	defer bak.Close()
+	if v, _ := bak.SchemaVersion(ctx); v != 1 {
+		t.Errorf("backup SchemaVersion() = %d, want 1", v)
+	}
+	if v, _, _ := bak.GetConfig(ctx, "name"); v != "node1" {
+		t.Errorf("backup GetConfig(name) = %q, want node1", v)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	d, path := openTemp(t, updates)
+	future := LatestSchemaVersion() + 1
+	if _, err := d.db.Exec(`INSERT INTO schema(version, updated_at) VALUES (?, 0)`, future); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	_, err := Open(ctx, path)
+	if err == nil {
+		t.Fatal("Open(newer database) = nil, want refusal")
+	}
+	want := "database schema version 3 is newer than this osd supports (2); upgrade osd"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("Open(newer database) = %q, want it to contain %q", err, want)
+	}
+}
+
+func TestFailingUpdateRollsBack(t *testing.T) {
+	ctx := context.Background()
+	bad := append(append([]update{}, updates...), func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE half(x)`); err != nil {
+			return err
+		}
+		return errors.New("boom")
+	})
+	_, path := openTemp(t, updates)
+	_, err := open(ctx, path, bad)
+	if err == nil || !strings.Contains(err.Error(), "from version 2 to 3: boom") {
+		t.Fatalf("open(failing update) = %v, want a wrapped boom", err)
+	}
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if tables(t, d)["half"] {
+		t.Error("table from the failed update exists, want it rolled back")
+	}
+	if v, _ := d.SchemaVersion(ctx); v != LatestSchemaVersion() {
+		t.Errorf("SchemaVersion() after failed update = %d, want %d", v, LatestSchemaVersion())
+	}
+}
