@@ -13,8 +13,8 @@ import (
 // KVMGroup and KVMMode are what libvirt expects of /dev/kvm. Left root 0600
 // (no udev), libvirt re-probes QEMU on every call (~50 s per call).
 const (
-	KVMGroup            = "kvm"
-	KVMMode fs.FileMode = 0o660
+	KVMGroup             = "kvm"
+	KVMMode  fs.FileMode = 0o660
 )
 
 // DefaultKVMDevice is the KVM device node.
