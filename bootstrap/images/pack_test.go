@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -25,6 +26,7 @@ type tarEntry struct {
 	Data     string
 	Dev      [2]int64
 	Xattrs   map[string]string
+	ModTime  time.Time
 }
 
 // readLayer returns the entries of a layer's uncompressed tar, by name, and
