@@ -1,0 +1,71 @@
+package preflight
+
+const (
+	kib = int64(1) << 10
+	gib = int64(1) << 30
+)
+
+// Requirements are the thresholds Evaluate judges facts against. A value
+// below a Min* fails; below the matching Recommended* warns.
+type Requirements struct {
+	MinCPUs, RecommendedCPUs               int
+	MinMemoryBytes, RecommendedMemoryBytes int64
+	MinDiskBytes, RecommendedDiskBytes     int64
+	Ports                                  []int    // must be free (or held by osd itself)
+	Packages                               []string // missing: fail
+	OptionalPackages                       []string // missing: warn
+	RequireRoot                            bool
+}
+
+// DefaultPorts are the host ports the embedded k3s and the osd daemon listen
+// on. OpenStack's own APIs listen inside pods, not on the host.
+//
+//	6443  k3s/Kubernetes API (supervisor)   6444  kube-apiserver behind it
+//	10248 kubelet healthz                   10249 kube-proxy metrics
+//	10250 kubelet API                       10256 kube-proxy healthz
+//	10257 kube-controller-manager           10259 kube-scheduler
+//	8443  osd HTTPS API (cluster members, join)
+func DefaultPorts() []int {
+	return []int{6443, 6444, 8443, 10248, 10249, 10250, 10256, 10257, 10259}
+}
+
+// DefaultPackages are the Debian packages osd runs on the host: the container
+// runtime pieces k3s uses (runc, containerd's shim, CNI plugins, iptables),
+// Open vSwitch, libvirt with QEMU for nova-compute, and the LVM tools.
+func DefaultPackages() []string {
+	return []string{
+		"containerd", "containernetworking-plugins", "iptables", "runc",
+		"openvswitch-switch",
+		"libvirt-daemon-system", "qemu-system-x86",
+		"lvm2",
+	}
+}
+
+// DefaultOptionalPackages are needed only in some setups: mmdebstrap builds
+// the service images when no airgap bundle provides them.
+func DefaultOptionalPackages() []string {
+	return []string{"mmdebstrap"}
+}
+
+// DefaultRequirements are sized for a single-node cloud (k3s ~0.7 GiB,
+// control-plane services ~3-4 GiB, MariaDB/RabbitMQ, and room for guests):
+//
+//	CPUs:   fail below 2,      warn below 4
+//	memory: fail below 8 GiB,  warn below 16 GiB
+//	disk:   fail below 30 GiB, warn below 60 GiB free under the state dir
+//	        (images ~2.5 GiB packed and again unpacked, k3s, Glance images,
+//	        the Cinder backing file and instance disks)
+func DefaultRequirements() Requirements {
+	return Requirements{
+		MinCPUs:                2,
+		RecommendedCPUs:        4,
+		MinMemoryBytes:         8 * gib,
+		RecommendedMemoryBytes: 16 * gib,
+		MinDiskBytes:           30 * gib,
+		RecommendedDiskBytes:   60 * gib,
+		Ports:                  DefaultPorts(),
+		Packages:               DefaultPackages(),
+		OptionalPackages:       DefaultOptionalPackages(),
+		RequireRoot:            true,
+	}
+}
