@@ -211,7 +211,7 @@ func checkPackages(f Facts, want []string, check string, status Status) Finding 
 	}
 	sort.Strings(missing)
 	if len(missing) == 0 {
-		return Finding{Check: check, Status: OK, Message: fmt.Sprintf("%d packages installed", len(want))}
+		return Finding{Check: check, Status: OK, Message: fmt.Sprintf("all %d packages installed", len(want))}
 	}
 	return Finding{Check: check, Status: status,
 		Message: "missing Debian packages: " + strings.Join(missing, ", "),
