@@ -1,0 +1,135 @@
+package netsetup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/osdcloud/osd/netsetup/ovsdb"
+	"github.com/vishvananda/netlink"
+)
+
+func normalize(spec Spec) (Spec, error) {
+	n, err := spec.External.Normalize()
+	if err != nil {
+		return spec, err
+	}
+	spec.External = n
+	if spec.Datapath == "" {
+		spec.Datapath = DetectDatapath()
+	}
+	return spec, nil
+}
+
+// EnsureExternalNetwork brings the external bridge and network of spec into being on
+// the host h (OVS must be running: EnsureOVS). Re-running it on a converged host
+// changes nothing and reports changed=false. If a step fails, what this call did is
+// undone and the error says which step failed; in interface mode that includes a
+// failed connectivity probe, after which the NIC has its old addresses and routes.
+func EnsureExternalNetwork(ctx context.Context, h Host, spec Spec) (changed bool, err error) {
+	spec, err = normalize(spec)
+	if err != nil {
+		return false, err
+	}
+	o, err := ovsdb.Connect(ctx, h.OVSSocket)
+	if err != nil {
+		return false, err
+	}
+	defer o.Close()
+	st, err := Observe(ctx, h, o, spec)
+	if err != nil {
+		return false, err
+	}
+	ops := Plan(st, spec)
+	if len(ops) == 0 {
+		return false, nil
+	}
+	e, err := NewExecutor(h, o)
+	if err != nil {
+		return false, err
+	}
+	defer e.Close()
+	rev, err := e.Apply(ctx, ops)
+	if err != nil {
+		return false, fmt.Errorf("external network on %s: %w", spec.External.Bridge, err)
+	}
+	rev.Success()
+	return true, nil
+}
+
+// Teardown undoes EnsureExternalNetwork for osd reset: it puts addresses and routes
+// moved off an external interface back (from StateDir/netsetup.json), deletes the
+// bridge, deletes osd's nftables table and restores ip_forward if osd changed it
+// (also from the state file; without a StateDir it is left as it is). It does as much
+// as it can and returns every error met.
+func Teardown(ctx context.Context, h Host, spec Spec) error {
+	spec, err := normalize(spec)
+	if err != nil {
+		return err
+	}
+	saved, err := h.loadState()
+	if err != nil {
+		return err
+	}
+	nl, err := netlinkHandle(h.NetNS)
+	if err != nil {
+		return err
+	}
+	defer nl.Close()
+	o, err := ovsdb.Connect(ctx, h.OVSSocket)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+
+	var errs []error
+	if m := saved.Moved; m != nil {
+		nic, err := nl.LinkByName(m.Interface)
+		br, _ := nl.LinkByName(m.Bridge)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", m.Interface, err))
+		} else if err := restoreIPConfig(nl, nic, br, *m); err != nil {
+			errs = append(errs, err)
+		} else {
+			saved.Moved = nil
+		}
+	}
+	if spec.External.Interface != "" {
+		if _, err := o.DeletePort(ctx, spec.External.Bridge, spec.External.Interface); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if changed, err := o.DeleteBridge(ctx, spec.External.Bridge); err != nil {
+		errs = append(errs, err)
+	} else if changed {
+		slog.Info("netsetup: deleted OVS bridge " + spec.External.Bridge)
+	}
+	if err := waitLink(ctx, nl, spec.External.Bridge, false); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := deleteNAT(h.NetNS); err != nil {
+		errs = append(errs, err)
+	}
+	if v := saved.IPForwardOriginal; v != "" {
+		if err := writeIPForward(h.NetNS, v); err != nil {
+			errs = append(errs, err)
+		} else {
+			saved.IPForwardOriginal = ""
+		}
+	}
+	if err := h.updateState(func(s *savedState) { *s = saved }); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// linkExists reports whether link name exists in nl's namespace.
+func linkExists(nl *netlink.Handle, name string) (bool, error) {
+	_, err := nl.LinkByName(name)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
