@@ -169,6 +169,9 @@ func ObserveVolumeGroup(ctx context.Context, s VGSpec) (VGObserved, error) {
 // EnsureVolumeGroup converges the host to s: a sparse backing file, a loop
 // device on it, a PV on the loop and the VG on the PV. It is idempotent: on a
 // converged host it changes nothing; after a reboot it re-attaches the loop.
+// It works without device-mapper too (LVM metadata only), but logical
+// volumes then cannot be created: call it only where preflight decided the
+// lvm storage backend.
 func EnsureVolumeGroup(ctx context.Context, s VGSpec) (changed bool, err error) {
 	if s.Name == "" || s.BackingFile == "" {
 		return false, errors.New("volume group spec needs a name and a backing file")
@@ -241,6 +244,9 @@ func RemoveVolumeGroup(ctx context.Context, s VGSpec) error {
 	}
 	if !o.FileExists {
 		return nil
+	}
+	if o.PVOnLoop && o.PVVG != "" && o.PVVG != s.Name {
+		return fmt.Errorf("%s (%s) belongs to volume group %s, not %s: not removing it", o.LoopDevice, s.BackingFile, o.PVVG, s.Name)
 	}
 	if o.PVOnLoop && o.PVVG == s.Name {
 		if _, err := runLVM(ctx, "vgremove", "--force", s.Name); err != nil {
