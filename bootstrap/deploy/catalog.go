@@ -1,0 +1,114 @@
+package deploy
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Service is one Helm release in the catalog.
+type Service struct {
+	Name      string   // release name and key in spec.services / status.children
+	Chart     string   // chart directory in the embedded charts FS
+	Namespace string   // namespace the release is installed into
+	DependsOn []string // services that must be Ready first
+	Enabled   bool     // enabled unless spec.services[name].enabled says otherwise
+	Images    []string // image names (keys of spec.images) the chart uses
+}
+
+// Catalog is the set of services osd knows and their dependency DAG.
+type Catalog struct {
+	Services []Service
+}
+
+// Namespace is where the OpenStackDeployment, the Helm release records and the OpenStack
+// workloads live.
+const Namespace = "openstack"
+
+// DefaultCatalog is osd's service DAG (DESIGN.md "Dependency order"). Services after
+// keystone are listed with their dependencies but disabled until their charts exist.
+func DefaultCatalog() Catalog {
+	return Catalog{Services: []Service{
+		{Name: "coredns", Chart: "coredns", Namespace: "kube-system", Enabled: true, Images: []string{"coredns"}},
+		{Name: "mariadb", Chart: "mariadb", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"mariadb"}},
+		{Name: "rabbitmq", Chart: "rabbitmq", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"rabbitmq"}},
+		{Name: "memcached", Chart: "memcached", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"memcached"}},
+		{Name: "keystone", Chart: "keystone", Namespace: Namespace, DependsOn: []string{"mariadb", "rabbitmq", "memcached"}, Enabled: true, Images: []string{"openstack"}},
+		{Name: "glance", Chart: "glance", Namespace: Namespace, DependsOn: []string{"keystone"}, Images: []string{"openstack"}},
+		{Name: "placement", Chart: "placement", Namespace: Namespace, DependsOn: []string{"keystone"}, Images: []string{"openstack"}},
+		{Name: "ovn", Chart: "ovn", Namespace: Namespace, DependsOn: []string{"keystone"}, Images: []string{"ovn"}},
+		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"glance", "placement", "ovn"}, Images: []string{"openstack"}},
+		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"neutron"}, Images: []string{"openstack", "compute"}},
+		{Name: "cinder", Chart: "cinder", Namespace: Namespace, DependsOn: []string{"nova"}, Images: []string{"openstack"}},
+		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"cinder"}, Images: []string{"openstack"}},
+		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"heat"}, Images: []string{"openstack"}},
+	}}
+}
+
+// Service returns the named service.
+func (c Catalog) Service(name string) (Service, bool) {
+	for _, s := range c.Services {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Service{}, false
+}
+
+// Levels validates the catalog and returns its services in dependency levels: level 0
+// depends on nothing, level n only on lower levels. Names within a level are sorted.
+// It refuses duplicate names, unknown dependencies and cycles.
+func (c Catalog) Levels() ([][]string, error) {
+	deps := map[string][]string{}
+	for _, s := range c.Services {
+		if s.Name == "" {
+			return nil, fmt.Errorf("catalog: service without a name")
+		}
+		if _, dup := deps[s.Name]; dup {
+			return nil, fmt.Errorf("catalog: service %q listed twice", s.Name)
+		}
+		deps[s.Name] = s.DependsOn
+	}
+	for name, ds := range deps {
+		for _, d := range ds {
+			if _, ok := deps[d]; !ok {
+				return nil, fmt.Errorf("catalog: %s depends on unknown service %q", name, d)
+			}
+		}
+	}
+	level := map[string]int{}
+	var levels [][]string
+	for len(level) < len(deps) {
+		var next []string
+		for name, ds := range deps {
+			if _, done := level[name]; done {
+				continue
+			}
+			ok := true
+			for _, d := range ds {
+				if l, done := level[d]; !done || l == len(levels) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				next = append(next, name)
+			}
+		}
+		if len(next) == 0 {
+			var stuck []string
+			for name := range deps {
+				if _, done := level[name]; !done {
+					stuck = append(stuck, name)
+				}
+			}
+			sort.Strings(stuck)
+			return nil, fmt.Errorf("catalog: dependency cycle among %v", stuck)
+		}
+		sort.Strings(next)
+		for _, n := range next {
+			level[n] = len(levels)
+		}
+		levels = append(levels, next)
+	}
+	return levels, nil
+}

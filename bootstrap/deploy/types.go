@@ -1,0 +1,108 @@
+package deploy
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// API coordinates of the OpenStackDeployment custom resource.
+const (
+	Group    = "deploy.osd.io"
+	Version  = "v1alpha1"
+	Kind     = "OpenStackDeployment"
+	Resource = "openstackdeployments"
+	// DefaultName is the one deployment osd manages (namespace Namespace).
+	DefaultName = "default"
+)
+
+// GVR is the resource the dynamic client addresses.
+var GVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: Resource}
+
+// Profiles.
+const (
+	ProfileSingleNode = "single-node"
+	ProfileHA         = "ha"
+)
+
+// OpenStackDeployment is the desired OpenStack of a cluster and where it stands.
+type OpenStackDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              DeploymentSpec   `json:"spec"`
+	Status            DeploymentStatus `json:"status,omitempty"`
+}
+
+// DeploymentSpec is written by the daemon (osd init) and by users (osd config).
+type DeploymentSpec struct {
+	Profile  string                 `json:"profile,omitempty"` // single-node (default) | ha
+	Features Features               `json:"features,omitempty"`
+	Common   map[string]any         `json:"common,omitempty"`   // values merged into every release
+	Services map[string]ServiceSpec `json:"services,omitempty"` // keyed by catalog service name
+	Images   map[string]string      `json:"images,omitempty"`   // image name -> reference
+}
+
+// Features select backends.
+type Features struct {
+	Storage string `json:"storage,omitempty"` // lvm | file | none
+	Network string `json:"network,omitempty"` // ovn
+	TLS     bool   `json:"tls,omitempty"`
+}
+
+// ServiceSpec enables/disables one service and overrides its values.
+type ServiceSpec struct {
+	Enabled   *bool          `json:"enabled,omitempty"`
+	Overrides map[string]any `json:"overrides,omitempty"`
+}
+
+// Child states.
+const (
+	StatePending    = "pending"    // not acted on yet
+	StateWaiting    = "waiting"    // dependencies not ready
+	StateInstalling = "installing" // Helm action done, workloads not ready yet
+	StateReady      = "ready"
+	StateFailed     = "failed"
+)
+
+// DeploymentStatus is written by the controller only.
+type DeploymentStatus struct {
+	ObservedGeneration int64                     `json:"observedGeneration,omitempty"`
+	Children           map[string]ChildStatus    `json:"children,omitempty"`
+	Health             map[string]WorkloadHealth `json:"health,omitempty"` // key "Kind/namespace/name"
+	Conditions         []metav1.Condition        `json:"conditions,omitempty"`
+}
+
+// ChildStatus is one Helm release.
+type ChildStatus struct {
+	Chart      string `json:"chart,omitempty"`
+	Version    string `json:"version,omitempty"`
+	Revision   int    `json:"revision,omitempty"`
+	ValuesHash string `json:"valuesHash,omitempty"`
+	State      string `json:"state,omitempty"`
+	Message    string `json:"message,omitempty"`
+}
+
+// WorkloadHealth is one Deployment, StatefulSet, DaemonSet or Job.
+type WorkloadHealth struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Release   string `json:"release,omitempty"`
+	Ready     int32  `json:"ready"`
+	Desired   int32  `json:"desired"`
+	Reason    string `json:"reason,omitempty"` // empty when ready
+}
+
+// Condition types.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+)
+
+// ServiceEnabled reports whether spec enables svc (its catalog default unless overridden).
+func (s DeploymentSpec) ServiceEnabled(svc Service) bool {
+	if ss, ok := s.Services[svc.Name]; ok && ss.Enabled != nil {
+		return *ss.Enabled
+	}
+	return svc.Enabled
+}
