@@ -94,7 +94,7 @@ func (e *Executor) apply(ctx context.Context, op Op) (func(), error) {
 		pctx, cancel := context.WithTimeout(ctx, e.h.probeTimeout())
 		defer cancel()
 		if err := e.h.probe()(pctx, op.Addr); err != nil {
-			return nil, fmt.Errorf("connectivity lost after moving %s into %s, rolling back: %w", op.Link, op.Bridge, err)
+			return nil, fmt.Errorf("connectivity lost, changes rolled back: %w", err)
 		}
 		return nil, nil
 	}

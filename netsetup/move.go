@@ -33,7 +33,7 @@ func (s savedAddr) netlinkAddr(label string) (*netlink.Addr, error) {
 	a.Scope = s.Scope
 	a.PreferedLft, a.ValidLft = s.PreferedLft, s.ValidLft
 	if s.Broadcast != "" {
-		a.Broadcast = net.ParseIP(s.Broadcast)
+		a.Broadcast = net.ParseIP(s.Broadcast).To4()
 	}
 	return a, nil
 }
