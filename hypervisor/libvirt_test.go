@@ -143,6 +143,9 @@ func TestTCGGuestThroughGoLibvirt(t *testing.T) {
 		t.Fatalf("EnsureLibvirtd: %v", err)
 	}
 	t.Logf("EnsureLibvirtd started=%v", started)
+	if again, err := EnsureLibvirtd(ctx, LibvirtConfig{}); err != nil || again {
+		t.Fatalf("EnsureLibvirtd(already running) = %v, %v, want false, nil", again, err)
+	}
 
 	info, err := CheckLibvirt(ctx, DefaultLibvirtSocket)
 	if err != nil {
@@ -229,7 +232,12 @@ func TestTCGGuestThroughGoLibvirt(t *testing.T) {
 	if err := l.DomainCreate(d); err != nil {
 		t.Fatalf("DomainCreate: %v", err)
 	}
-	t.Logf("DomainCreate took %s", time.Since(start))
+	createTook := time.Since(start)
+	t.Logf("DomainCreate took %s", createTook)
+	// With /dev/kvm root 0600 libvirt re-probes QEMU (~50 s) on such calls.
+	if createTook > 20*time.Second {
+		t.Errorf("DomainCreate took %s, want well under 20 s (is /dev/kvm group kvm 0660?)", createTook)
+	}
 	line := waitForLine(t, console, marker, 60*time.Second)
 	t.Logf("guest marker after %s: %q", time.Since(start), line)
 
@@ -247,6 +255,16 @@ func TestTCGGuestThroughGoLibvirt(t *testing.T) {
 	}
 	if _, err := l.DomainLookupByName(name); err == nil {
 		t.Fatalf("DomainLookupByName(%s) after undefine succeeded, want not found", name)
+	}
+
+	// A warm libvirtd answers quickly when /dev/kvm is right.
+	info, err = CheckLibvirt(ctx, DefaultLibvirtSocket)
+	if err != nil {
+		t.Fatalf("CheckLibvirt(again): %v", err)
+	}
+	t.Logf("CheckLibvirt (warm) took %.3fs", info.ConnectSeconds)
+	if info.ConnectSeconds > 10 {
+		t.Errorf("CheckLibvirt(warm) took %.1fs, want under 10 s (is /dev/kvm group kvm 0660?)", info.ConnectSeconds)
 	}
 }
 
