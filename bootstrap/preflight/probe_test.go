@@ -315,3 +315,21 @@ func BenchmarkEvaluate(b *testing.B) {
 		_ = Evaluate(f, r)
 	}
 }
+
+// TestProbeUnreadableHost points Probe at an empty /proc: it must say what it
+// could not read, and Evaluate must not mistake the unknowns for good news.
+func TestProbeUnreadableHost(t *testing.T) {
+	empty := t.TempDir()
+	f, err := Probe(context.Background(), ProbeConfig{ProcRoot: empty, SysRoot: empty, DevRoot: empty,
+		DpkgStatus: filepath.Join(empty, "status"), Ports: []int{6443}, Packages: []string{"lvm2"}})
+	if err == nil {
+		t.Fatalf("Probe(empty /proc) = %+v, nil error, want an error", f)
+	}
+	t.Logf("Probe(empty /proc) error: %v", err)
+	fs := Evaluate(f, Requirements{MinMemoryBytes: 1, Ports: []int{6443}, Packages: []string{"lvm2"}})
+	for _, check := range []string{CheckMemory, CheckPorts, CheckPackages} {
+		if fd := findingOf(fs, check); fd.Status != Fail {
+			t.Errorf("Evaluate(unreadable host)[%s] = %+v, want fail", check, fd)
+		}
+	}
+}
