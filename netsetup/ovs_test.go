@@ -66,3 +66,58 @@ func TestOVSBridgeTraffic(t *testing.T) {
 		t.Fatalf("Bridges() after delete = %+v, %v, want none", bridges, err)
 	}
 }
+
+// TestEnsureOVSLifecycle: a running vswitchd without userspace TSO is restarted once
+// the netdev datapath asks for it; stop and start again keeps the database and its
+// system-id; StopOVS leaves no daemon.
+func TestEnsureOVSLifecycle(t *testing.T) {
+	requireHost(t)
+	ns := newNetNS(t, "host")
+	c := startPrivateOVS(t, ns)
+	c.Datapath = DatapathSystem // no TSO wanted: the setting goes away, vswitchd restarts
+	ctx := context.Background()
+	pid := daemonPID(c.pidfile("ovs-vswitchd"), "ovs-vswitchd")
+	if changed, err := EnsureOVS(ctx, c); err != nil || !changed {
+		t.Fatalf("EnsureOVS(system) = %v, %v, want true, nil", changed, err)
+	}
+	pid2 := daemonPID(c.pidfile("ovs-vswitchd"), "ovs-vswitchd")
+	if pid2 == 0 || pid2 == pid {
+		t.Fatalf("ovs-vswitchd pid after TSO change = %d (before %d), want a new process", pid2, pid)
+	}
+	c.Datapath = DatapathNetdev
+	if changed, err := EnsureOVS(ctx, c); err != nil || !changed {
+		t.Fatalf("EnsureOVS(netdev) = %v, %v, want true, nil", changed, err)
+	}
+	o := connectOVS(t, c)
+	ids, err := o.ExternalIDs(ctx)
+	if err != nil || len(ids["system-id"]) != 36 {
+		t.Fatalf("ExternalIDs() = %v, %v, want a UUID system-id", ids, err)
+	}
+	o.Close()
+
+	if err := StopOVS(ctx, c); err != nil {
+		t.Fatalf("StopOVS = %v, want nil", err)
+	}
+	for _, d := range []string{"ovs-vswitchd", "ovsdb-server"} {
+		if pid := daemonPID(c.pidfile(d), d); pid != 0 {
+			t.Fatalf("%s still running as %d after StopOVS", d, pid)
+		}
+	}
+	if err := StopOVS(ctx, c); err != nil {
+		t.Fatalf("StopOVS(stopped) = %v, want nil", err)
+	}
+	if changed, err := EnsureOVS(ctx, c); err != nil || !changed {
+		t.Fatalf("EnsureOVS(after stop) = %v, %v, want true, nil", changed, err)
+	}
+	o2 := connectOVS(t, c)
+	ids2, err := o2.ExternalIDs(ctx)
+	if err != nil || ids2["system-id"] != ids["system-id"] {
+		t.Fatalf("system-id after restart = %v, %v, want %s", ids2["system-id"], err, ids["system-id"])
+	}
+	if _, err := o2.SetExternalIDs(ctx, map[string]string{"ovn-bridge-mappings": "physnet1:br-ex"}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := o2.SetExternalIDs(ctx, map[string]string{"ovn-bridge-mappings": "physnet1:br-ex"}); err != nil || changed {
+		t.Fatalf("SetExternalIDs(same) = %v, %v, want false, nil", changed, err)
+	}
+}
