@@ -1,0 +1,102 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"regexp"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// The fake clientset stands in for the API server here (the brief allows it for this unit);
+// the same code against k3s is covered by the daemon's integration test.
+func TestEnsureSecrets(t *testing.T) {
+	ctx := context.Background()
+	pre := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "rabbitmq-credentials", Namespace: Namespace},
+		Data:       map[string][]byte{"password": []byte("chosen-by-user")},
+	}
+	client := fake.NewSimpleClientset(pre)
+	specs := DefaultSecrets()
+	if err := EnsureSecrets(ctx, client, Namespace, specs); err != nil {
+		t.Fatalf("EnsureSecrets() error = %v", err)
+	}
+	hexRE := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	first := map[string]map[string][]byte{}
+	seen := map[string]bool{}
+	for _, spec := range specs {
+		s, err := client.CoreV1().Secrets(Namespace).Get(ctx, spec.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("secret %s: %v", spec.Name, err)
+		}
+		first[spec.Name] = s.Data
+		for k, f := range spec.Keys {
+			v := s.Data[k]
+			if spec.Name == "rabbitmq-credentials" && k == "password" {
+				if string(v) != "chosen-by-user" {
+					t.Errorf("EnsureSecrets() changed existing key %s/%s", spec.Name, k)
+				}
+				continue
+			}
+			switch f {
+			case FormatHex:
+				if !hexRE.Match(v) {
+					t.Errorf("secret %s/%s has %d chars, want 64 hex", spec.Name, k, len(v))
+				}
+			case FormatFernet:
+				raw, err := base64.URLEncoding.DecodeString(string(v))
+				if err != nil || len(raw) != 32 || len(v) != 44 {
+					t.Errorf("secret %s/%s is not a fernet key (len %d, err %v)", spec.Name, k, len(v), err)
+				}
+			}
+			if seen[string(v)] {
+				t.Errorf("secret %s/%s repeats another generated value", spec.Name, k)
+			}
+			seen[string(v)] = true
+		}
+	}
+	if got := first["rabbitmq-credentials"]["erlang-cookie"]; len(got) != 64 {
+		t.Errorf("EnsureSecrets() did not add the missing erlang-cookie to an existing secret")
+	}
+
+	// Re-run: nothing changes. Add a key to the spec: only it is generated.
+	specs[0].Keys["extra"] = FormatHex
+	if err := EnsureSecrets(ctx, client, Namespace, specs); err != nil {
+		t.Fatalf("EnsureSecrets() second run error = %v", err)
+	}
+	for _, spec := range specs {
+		s, _ := client.CoreV1().Secrets(Namespace).Get(ctx, spec.Name, metav1.GetOptions{})
+		for k, v := range first[spec.Name] {
+			if !bytes.Equal(s.Data[k], v) {
+				t.Errorf("EnsureSecrets() regenerated %s/%s", spec.Name, k)
+			}
+		}
+	}
+	s, _ := client.CoreV1().Secrets(Namespace).Get(ctx, specs[0].Name, metav1.GetOptions{})
+	if len(s.Data["extra"]) != 64 {
+		t.Errorf("EnsureSecrets() did not add new key extra to %s", specs[0].Name)
+	}
+	if s.Labels[ManagedByLabel] != "osd" {
+		t.Errorf("secret %s label %s = %q, want osd", s.Name, ManagedByLabel, s.Labels[ManagedByLabel])
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("no entropy") }
+
+func TestEnsureSecretRandomFailure(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	err := ensureSecret(context.Background(), client, Namespace, SecretSpec{Name: "x", Keys: map[string]KeyFormat{"k": FormatHex}}, failingReader{})
+	if err == nil {
+		t.Fatalf("ensureSecret(failing rand) error = nil, want error")
+	}
+	if _, err := client.CoreV1().Secrets(Namespace).Get(context.Background(), "x", metav1.GetOptions{}); err == nil {
+		t.Fatalf("ensureSecret(failing rand) created a secret")
+	}
+}
