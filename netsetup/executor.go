@@ -64,6 +64,10 @@ func (e *Executor) apply(ctx context.Context, op Op) (func(), error) {
 		}
 		return func() { e.logUndo(op, e.deletePort(context.WithoutCancel(ctx), op.Bridge, op.Link)) }, nil
 	case OpLinkUp:
+		// A bridge's local port comes back asynchronously after vswitchd (re)starts.
+		if err := waitLink(ctx, e.nl, op.Link, true); err != nil {
+			return nil, err
+		}
 		link, err := e.nl.LinkByName(op.Link)
 		if err != nil {
 			return nil, fmt.Errorf("link %s: %w", op.Link, err)

@@ -84,6 +84,14 @@ func Teardown(ctx context.Context, h Host, spec Spec) error {
 	defer o.Close()
 
 	var errs []error
+	if saved.Moved == nil && spec.External.Interface != "" {
+		// Nothing recorded (no StateDir): give the NIC whatever the bridge carries now.
+		m, err := currentBridgeConfig(nl, spec.External)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		saved.Moved = m
+	}
 	if m := saved.Moved; m != nil {
 		nic, err := nl.LinkByName(m.Interface)
 		br, _ := nl.LinkByName(m.Bridge)
@@ -122,6 +130,40 @@ func Teardown(ctx context.Context, h Host, spec Spec) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// currentBridgeConfig returns the bridge's IPv4 addresses and routes as a movedConfig
+// back to the interface, or nil if the bridge has none or does not exist.
+func currentBridgeConfig(nl *netlink.Handle, n ExternalNetwork) (*movedConfig, error) {
+	br, err := nl.LinkByName(n.Bridge)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("link %s: %w", n.Bridge, err)
+	}
+	addrs, err := linkAddrs(nl, br)
+	if err != nil {
+		return nil, err
+	}
+	routes, err := linkRoutes(nl, br)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 && len(routes) == 0 {
+		return nil, nil
+	}
+	m := &movedConfig{Interface: n.Interface, Bridge: n.Bridge}
+	for _, a := range addrs {
+		sa := toSavedAddr(a)
+		sa.Label = n.Interface
+		m.Addrs = append(m.Addrs, sa)
+	}
+	for _, r := range routes {
+		m.Routes = append(m.Routes, toRoute(r))
+	}
+	return m, nil
 }
 
 // linkExists reports whether link name exists in nl's namespace.

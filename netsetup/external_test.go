@@ -320,3 +320,67 @@ func TestInterfaceModeSuccess(t *testing.T) {
 	}
 	ping(t, l.host, "192.0.2.2")
 }
+
+// TestExternalNetworkAfterVswitchdRestart: a restarted ovs-vswitchd keeps br-ex's tap
+// device and address here (ensure is then a no-op) and re-attaches the VM's veth; an
+// address lost anyway (flushed by hand) is put back by the next ensure.
+func TestExternalNetworkAfterVswitchdRestart(t *testing.T) {
+	requireHost(t)
+	l := newNATLab(t)
+	l.ensure(t)
+	vm := l.attachVM(t, "172.24.4.10/24", "172.24.4.1")
+	ping(t, vm, "192.0.2.2")
+	ctx := context.Background()
+	if err := stopDaemon(ctx, l.ovs.pidfile("ovs-vswitchd"), "ovs-vswitchd"); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := EnsureOVS(ctx, l.ovs); err != nil || !changed {
+		t.Fatalf("EnsureOVS(vswitchd stopped) = %v, %v, want true, nil", changed, err)
+	}
+	if changed, _ := l.ensure(t); changed {
+		t.Fatalf("EnsureExternalNetwork after vswitchd restart changed = true, want false")
+	}
+	waitPortReady(t, connectOVS(t, l.ovs), "vmp")
+	ping(t, vm, "192.0.2.2")
+
+	nl := nlHandle(t, l.host)
+	br, err := nl.LinkByName("br-ex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := netlink.ParseAddr("172.24.4.1/24")
+	if err := nl.AddrDel(br, gw); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if changed, _ := l.ensure(t); !changed {
+		t.Fatalf("EnsureExternalNetwork after address loss changed = false, want true")
+	}
+	t.Logf("repair ensure: %v", time.Since(start))
+	if got := tcpExchange(t, l.outside, "192.0.2.2:5004", vm, 1<<20); got != "192.0.2.1" {
+		t.Fatalf("source seen by outside = %s, want 192.0.2.1", got)
+	}
+	if changed, _ := l.ensure(t); changed {
+		t.Fatalf("EnsureExternalNetwork(again) changed = true, want false")
+	}
+}
+
+// TestInterfaceModeTeardownWithoutState: with no StateDir, Teardown still gives the
+// NIC the addresses and routes the bridge carries.
+func TestInterfaceModeTeardownWithoutState(t *testing.T) {
+	requireHost(t)
+	l := newNICLab(t)
+	l.h.StateDir = ""
+	beforeLink, _ := nicSnapshot(t, l.host, "nic0")
+	if changed, _ := l.ensure(t); !changed {
+		t.Fatalf("EnsureExternalNetwork changed = false, want true")
+	}
+	if err := Teardown(context.Background(), l.h, l.spec); err != nil {
+		t.Fatalf("Teardown = %v, want nil", err)
+	}
+	afterLink, _ := nicSnapshot(t, l.host, "nic0")
+	if !reflect.DeepEqual(afterLink, beforeLink) {
+		t.Fatalf("nic0 after Teardown = %+v, want %+v", afterLink, beforeLink)
+	}
+	ping(t, l.host, "192.0.2.2")
+}

@@ -50,7 +50,20 @@ func Connect(ctx context.Context, socketPath string) (*OVS, error) {
 	if err := c.Connect(ctx); err != nil {
 		return nil, fmt.Errorf("connect to ovsdb at %s: %w", socketPath, err)
 	}
-	if _, err := c.MonitorAll(ctx); err != nil {
+	// Monitor exactly the modelled columns: with all columns, libovsdb fails on
+	// columns the hand-written models leave out (e.g. Interface.link_state).
+	root, br, port, iface := &OpenvSwitch{}, &Bridge{}, &Port{}, &Interface{}
+	m := c.NewMonitor(
+		client.WithTable(root, &root.Bridges, &root.ExternalIDs, &root.OtherConfig, &root.NextCfg, &root.CurCfg),
+		client.WithTable(br, &br.Name, &br.Ports, &br.DatapathType, &br.ExternalIDs, &br.OtherConfig),
+		client.WithTable(port, &port.Name, &port.Interfaces, &port.ExternalIDs),
+		client.WithTable(iface, &iface.Name, &iface.Type, &iface.OFPort, &iface.Error, &iface.ExternalIDs),
+	)
+	if len(m.Errors) > 0 {
+		c.Close()
+		return nil, fmt.Errorf("ovsdb monitor request: %w", errors.Join(m.Errors...))
+	}
+	if _, err := c.Monitor(ctx, m); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitor ovsdb at %s: %w", socketPath, err)
 	}
