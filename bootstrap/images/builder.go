@@ -1,0 +1,415 @@
+package images
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// packerVersion changes whenever the way images are packed changes, so that
+// cached images packed the old way are rebuilt.
+const packerVersion = "osd-images-pack-1"
+
+// Event is one progress report of a build.
+type Event struct {
+	Image    string
+	Step     string // resolve, mmdebstrap, go-build, pack, store, done
+	Message  string
+	Packages int     // packages set up so far (mmdebstrap step)
+	Total    int     // packages expected
+	MB       float64 // uncompressed MB packed so far (pack step)
+}
+
+// Result is the outcome of one Build.
+type Result struct {
+	Stored
+	Cached   bool
+	Duration time.Duration
+}
+
+// Builder builds recipes into the image store under StateDir/images.
+type Builder struct {
+	// StateDir holds images/ (the OCI store), cache/debs/<image>/ (reused
+	// .debs), apt/ (package resolution state) and work/ (build trees).
+	StateDir string
+	// Sources are the apt sources builds and resolution use; empty means
+	// the host's configured sources for the recipe's suite (HostSources).
+	Sources []AptSource
+	// ListsMaxAge is how old the resolution package lists may get before
+	// they are refreshed (default 1h).
+	ListsMaxAge time.Duration
+	// Progress, if set, receives build progress (called from the build's
+	// goroutine).
+	Progress func(Event)
+	// Log receives the tools' output lines at debug level (default: discard).
+	Log *slog.Logger
+
+	once  sync.Once
+	store *Store
+	err   error
+}
+
+// Store returns the builder's image store.
+func (b *Builder) Store() (*Store, error) {
+	b.once.Do(func() { b.store, b.err = OpenStore(filepath.Join(b.StateDir, "images")) })
+	return b.store, b.err
+}
+
+func (b *Builder) emit(e Event) {
+	if b.Progress != nil {
+		b.Progress(e)
+	}
+}
+
+func (b *Builder) logger() *slog.Logger {
+	if b.Log != nil {
+		return b.Log
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func (b *Builder) sources(suite string) ([]AptSource, error) {
+	if len(b.Sources) > 0 {
+		return b.Sources, nil
+	}
+	return HostSources(suite)
+}
+
+// CacheKey computes the key a recipe's image is cached under, and for a
+// Debian recipe the package versions it would install now.
+func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nrecipe %s\n", packerVersion, r.Hash())
+	var vers map[string]string
+	switch r.Kind {
+	case KindDebian:
+		srcs, err := b.sources(r.Suite)
+		if err != nil {
+			return "", nil, err
+		}
+		maxAge := b.ListsMaxAge
+		if maxAge == 0 {
+			maxAge = time.Hour
+		}
+		res := aptResolver{dir: filepath.Join(b.StateDir, "apt", r.Suite), sources: srcs, maxAge: maxAge}
+		if vers, err = res.resolve(ctx, r.Variant, r.Packages); err != nil {
+			return "", nil, err
+		}
+		for _, s := range srcs {
+			fmt.Fprintf(h, "source %s\n", s.Line())
+		}
+		fmt.Fprintf(h, "packages\n%s\n", versionLines(vers))
+	case KindPause:
+		sum := sha256.Sum256(PauseBinary())
+		fmt.Fprintf(h, "pause %x\n", sum)
+	case KindGo:
+		v, err := goVersion(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		fmt.Fprintf(h, "go %s\n", v)
+	}
+	return hex.EncodeToString(h.Sum(nil)), vers, nil
+}
+
+// Build makes the recipe's image unless the store already holds one with
+// the same cache key (then Cached is true and nothing is rebuilt).
+func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
+	start := time.Now()
+	if err := r.Validate(); err != nil {
+		return Result{}, err
+	}
+	if err := checkArch(); err != nil {
+		return Result{}, err
+	}
+	store, err := b.Store()
+	if err != nil {
+		return Result{}, err
+	}
+	b.emit(Event{Image: r.Name, Step: "resolve", Message: "resolving package versions"})
+	key, vers, err := b.CacheKey(ctx, r)
+	if err != nil {
+		return Result{}, fmt.Errorf("build %s: %w", r.Name, err)
+	}
+	if _, st, err := store.Get(r.Name); err == nil && st.CacheKey == key && st.Ref == r.Ref {
+		b.emit(Event{Image: r.Name, Step: "done", Message: "cached"})
+		return Result{Stored: st, Cached: true, Duration: time.Since(start)}, nil
+	} else if err != nil && !errors.Is(err, ErrNotStored) {
+		return Result{}, err
+	}
+	var img v1.Image
+	switch r.Kind {
+	case KindPause:
+		img, err = PauseImage()
+	case KindGo:
+		img, err = b.buildGo(ctx, r)
+	case KindDebian:
+		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s-%d.layer.tar.gz", r.Name, time.Now().UnixNano()))
+		defer os.Remove(layerFile) // normally moved into the store by Put
+		img, err = b.buildDebian(ctx, r, len(vers), layerFile)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("build %s: %w", r.Name, err)
+	}
+	b.emit(Event{Image: r.Name, Step: "store", Message: "storing image"})
+	st, err := store.Put(img, Stored{Name: r.Name, Ref: r.Ref, RecipeHash: r.Hash(), CacheKey: key})
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Stored: st, Duration: time.Since(start)}
+	b.emit(Event{Image: r.Name, Step: "done", Message: fmt.Sprintf("%s %.1f MB in %s", st.Digest, float64(st.Size)/1e6, res.Duration.Round(time.Millisecond))})
+	return res, nil
+}
+
+// buildDebian runs mmdebstrap into a work directory, adds the recipe's
+// files and packs the tree into a single-layer image.
+func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFile string) (v1.Image, error) {
+	work, err := os.MkdirTemp(filepath.Join(b.StateDir, "work"), r.Name+"-")
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Join(b.StateDir, "work"), 0o755); err == nil {
+			work, err = os.MkdirTemp(filepath.Join(b.StateDir, "work"), r.Name+"-")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := removeTree(work); err != nil {
+			b.logger().Warn("remove build tree", "dir", work, "err", err)
+		}
+	}()
+	rootfs := filepath.Join(work, "rootfs")
+	started := time.Now()
+	if err := b.mmdebstrap(ctx, r, work, rootfs, total); err != nil {
+		return nil, err
+	}
+	if err := writeFiles(rootfs, r.Files); err != nil {
+		return nil, err
+	}
+	b.emit(Event{Image: r.Name, Step: "pack", Message: "packing root filesystem"})
+	layer, err := LayerFromDir(rootfs, DirOptions{
+		Exclude:          RootfsExcludes,
+		KeepMtimesBefore: started.Add(-time.Second),
+		LayerFile:        layerFile,
+		Progress: func(n int, bytes int64) {
+			b.emit(Event{Image: r.Name, Step: "pack", Packages: total, Total: total, MB: float64(bytes) / 1e6, Message: fmt.Sprintf("%d entries", n)})
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ImageFromLayers([]v1.Layer{layer}, r.Config())
+}
+
+// MmdebstrapArgs returns the mmdebstrap command line for a recipe (pure).
+func MmdebstrapArgs(r Recipe, sources []AptSource, rootfs, debCache, essentialHook, customizeHook string) []string {
+	variant := r.Variant
+	if variant == "" {
+		variant = defaultVariant
+	}
+	args := []string{
+		"--mode=root", "--variant=" + variant, "--format=directory", "--verbose",
+		"--aptopt=APT::Install-Recommends \"false\"",
+		"--aptopt=Acquire::Languages \"none\"",
+		"--dpkgopt=path-exclude=/usr/share/doc/*",
+		"--dpkgopt=path-include=/usr/share/doc/*/copyright",
+		"--dpkgopt=path-exclude=/usr/share/man/*",
+		"--dpkgopt=path-exclude=/usr/share/locale/*",
+		"--dpkgopt=path-exclude=/usr/share/info/*",
+		"--skip=essential/unlink",
+		"--setup-hook=mkdir -p \"$1/var/cache/apt/archives\"",
+		"--setup-hook=sync-in " + debCache + " /var/cache/apt/archives/",
+		"--essential-hook=" + essentialHook,
+		"--customize-hook=" + customizeHook,
+		"--customize-hook=sync-out /var/cache/apt/archives " + debCache,
+	}
+	if len(r.Packages) > 0 {
+		args = append(args, "--include="+strings.Join(r.Packages, ","))
+	}
+	args = append(args, r.Suite, rootfs)
+	for _, s := range sources {
+		args = append(args, s.Line())
+	}
+	return args
+}
+
+func (b *Builder) mmdebstrap(ctx context.Context, r Recipe, work, rootfs string, total int) error {
+	if _, err := exec.LookPath("mmdebstrap"); err != nil {
+		return fmt.Errorf("mmdebstrap not found (install the mmdebstrap package): %w", err)
+	}
+	srcs, err := b.sources(r.Suite)
+	if err != nil {
+		return err
+	}
+	debCache := filepath.Join(b.StateDir, "cache", "debs", r.Name)
+	if err := os.MkdirAll(debCache, 0o755); err != nil {
+		return err
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	ess := filepath.Join(work, "essential-hook.sh")
+	cus := filepath.Join(work, "customize-hook.sh")
+	pkgList := filepath.Join(work, "packages.txt")
+	if err := os.WriteFile(ess, []byte(essentialHook(r, host)), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(cus, []byte(customizeHook(pkgList)), 0o755); err != nil {
+		return err
+	}
+	args := MmdebstrapArgs(r, srcs, rootfs, debCache, ess, cus)
+	b.emit(Event{Image: r.Name, Step: "mmdebstrap", Total: total, Message: "mmdebstrap " + r.Suite})
+	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "DEBIAN_FRONTEND=noninteractive")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	tail := newTailBuffer(30)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		setUp := 0
+		for sc.Scan() {
+			line := sc.Text()
+			tail.add(line)
+			b.logger().Debug("mmdebstrap", "image", r.Name, "line", line)
+			switch {
+			case strings.HasPrefix(line, "Setting up "):
+				setUp++
+				b.emit(Event{Image: r.Name, Step: "mmdebstrap", Packages: setUp, Total: total, Message: line})
+			case strings.HasPrefix(line, "I: "):
+				b.emit(Event{Image: r.Name, Step: "mmdebstrap", Packages: setUp, Total: total, Message: strings.TrimPrefix(line, "I: ")})
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err = cmd.Run()
+	pw.Close()
+	<-done
+	if err != nil {
+		return fmt.Errorf("mmdebstrap: %w: %s", err, tail.String())
+	}
+	if err := pruneDebCache(debCache, pkgList); err != nil {
+		b.logger().Warn("prune .deb cache", "dir", debCache, "err", err)
+	}
+	return nil
+}
+
+// writeFiles adds recipe files to a root filesystem.
+func writeFiles(root string, files []File) error {
+	entries, err := normalizeFiles(files)
+	if err != nil {
+		return err
+	}
+	for _, f := range entries {
+		p := filepath.Join(root, filepath.FromSlash(f.Path))
+		switch {
+		case f.Mode&os.ModeSymlink != 0:
+			os.Remove(p)
+			if err := os.Symlink(f.Link, p); err != nil {
+				return err
+			}
+		case f.Mode.IsDir():
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+		default:
+			if err := os.WriteFile(p, f.Data, 0o600); err != nil {
+				return err
+			}
+		}
+		if err := os.Lchown(p, f.UID, f.GID); err != nil {
+			return err
+		}
+		if f.Mode&os.ModeSymlink == 0 {
+			mode := f.Mode.Perm() | f.Mode&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)
+			if f.Mode&0o4000 != 0 {
+				mode |= os.ModeSetuid
+			}
+			if f.Mode&0o2000 != 0 {
+				mode |= os.ModeSetgid
+			}
+			if f.Mode&0o1000 != 0 {
+				mode |= os.ModeSticky
+			}
+			if err := os.Chmod(p, mode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pruneDebCache keeps only the .debs of the packages just installed (the
+// cache would otherwise grow by every old version).
+func pruneDebCache(dir, pkgList string) error {
+	b, err := os.ReadFile(pkgList)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, ver, ok := strings.Cut(line, "\t")
+		if ok {
+			// apt names archives name_version(with : escaped as %3a)_arch.deb
+			keep[name+"_"+strings.ReplaceAll(ver, ":", "%3a")] = true
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasSuffix(n, ".deb") {
+			continue
+		}
+		i := strings.LastIndexByte(n, '_')
+		if i < 0 || !keep[n[:i]] {
+			os.Remove(filepath.Join(dir, n))
+		}
+	}
+	return nil
+}
+
+// tailBuffer keeps the last n lines of a tool's output for error messages.
+type tailBuffer struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+}
+
+func newTailBuffer(n int) *tailBuffer { return &tailBuffer{n: n} }
+
+func (t *tailBuffer) add(l string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, l)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[len(t.lines)-t.n:]
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, "\n")
+}

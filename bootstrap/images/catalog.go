@@ -1,0 +1,171 @@
+package images
+
+import "os"
+
+// Fixed service IDs. nova, cinder and glance use the IDs Debian reserves
+// for them (its packages create them with these); the others are fixed in
+// the system range (100-999) so that `adduser --system` in the packages'
+// maintainer scripts accepts the existing accounts. Charts use these as
+// runAsUser/fsGroup.
+const (
+	UIDNova         = 64060
+	UIDCinder       = 64061
+	UIDGlance       = 64062
+	UIDKeystone     = 901
+	UIDNeutron      = 902
+	UIDPlacement    = 903
+	UIDHeat         = 904
+	UIDHorizon      = 905
+	UIDMySQL        = 910
+	UIDRabbitMQ     = 911
+	UIDMemcache     = 912
+	UIDLibvirtQemu  = 920
+	GIDKVM          = 921
+	GIDLibvirt      = 922
+	UIDLibvirtDNS   = 923
+	UIDCoreDNS      = 65532
+	DefaultSuite    = "bookworm"
+	defaultVariant  = "minbase"
+	corednsVersion  = "v1.12.3"
+	imageRefPrefix  = "localhost/osd/"
+	imageRefVersion = ":2023.1-bookworm"
+)
+
+func svcUser(name string, id int, shell string) User {
+	return User{Name: name, UID: id, GID: id, Home: "/var/lib/" + name, Shell: shell}
+}
+
+// Recipes returns the catalog of every image osd runs, in build order.
+func Recipes() []Recipe {
+	return []Recipe{
+		{
+			Name: "pause", Ref: PauseRef, Kind: KindPause,
+			Entrypoint: []string{"/pause"}, User: "65535:65535",
+		},
+		{
+			Name: "coredns", Ref: imageRefPrefix + "coredns:" + corednsVersion, Kind: KindGo,
+			Go:         &GoBuild{Module: "github.com/coredns/coredns", Version: corednsVersion, Binary: "/coredns"},
+			Entrypoint: []string{"/coredns"}, User: "65532:65532",
+			Files: []File{
+				{Path: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\ncoredns:x:65532:65532:coredns:/nonexistent:/sbin/nologin\n")},
+				{Path: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\ncoredns:x:65532:\n")},
+				{Path: "etc/coredns", Mode: os.ModeDir | 0o755},
+			},
+		},
+		{
+			Name: "openstack", Ref: imageRefPrefix + "openstack" + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Variant: defaultVariant,
+			Packages: []string{
+				"keystone", "python3-keystoneclient",
+				"glance-api", "glance-common",
+				"placement-api", "python3-osc-placement",
+				"nova-api", "nova-conductor", "nova-scheduler", "nova-consoleproxy", "novnc",
+				"neutron-server", "neutron-ovn-metadata-agent", "python3-neutron",
+				"cinder-api", "cinder-scheduler", "cinder-volume",
+				"heat-api", "heat-api-cfn", "heat-engine",
+				"openstack-dashboard", "openstack-dashboard-apache",
+				"python3-openstackclient", "python3-pymysql", "python3-memcache",
+				"uwsgi-core", "uwsgi-plugin-python3", "ca-certificates", "iproute2", "procps", "lvm2", "thin-provisioning-tools",
+			},
+			Groups: []Group{},
+			Users: []User{
+				svcUser("keystone", UIDKeystone, "/bin/sh"),
+				svcUser("glance", UIDGlance, "/bin/sh"),
+				svcUser("placement", UIDPlacement, "/bin/sh"),
+				svcUser("nova", UIDNova, "/bin/sh"),
+				svcUser("neutron", UIDNeutron, "/bin/sh"),
+				svcUser("cinder", UIDCinder, "/bin/sh"),
+				svcUser("heat", UIDHeat, "/bin/sh"),
+				svcUser("horizon", UIDHorizon, "/bin/sh"),
+			},
+			Debconf: openstackDebconf(),
+			Files: []File{
+				{Path: "etc/default/nova-consoleproxy", Mode: 0o644, Data: []byte("NOVA_CONSOLE_PROXY_TYPE=novnc\n")},
+			},
+			Cmd: []string{"/bin/bash"},
+			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+		},
+		{
+			Name: "compute", Ref: imageRefPrefix + "compute" + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Variant: defaultVariant,
+			Packages: []string{
+				"nova-compute", "nova-compute-kvm", "libvirt-daemon-system", "libvirt-daemon-driver-qemu",
+				"qemu-system-x86", "qemu-utils", "python3-libvirt", "ovmf", "ca-certificates", "iproute2", "procps",
+			},
+			Groups: []Group{{Name: "kvm", GID: GIDKVM}, {Name: "libvirt", GID: GIDLibvirt}},
+			Users: []User{
+				{Name: "nova", UID: UIDNova, GID: UIDNova, Home: "/var/lib/nova", Shell: "/bin/sh", Groups: []string{"kvm", "libvirt"}},
+				{Name: "libvirt-qemu", UID: UIDLibvirtQemu, GID: UIDLibvirtQemu, Home: "/var/lib/libvirt", Shell: "/usr/sbin/nologin", Groups: []string{"kvm"}},
+				{Name: "libvirt-dnsmasq", UID: UIDLibvirtDNS, GID: UIDLibvirtDNS, Home: "/var/lib/libvirt/dnsmasq", Shell: "/usr/sbin/nologin"},
+			},
+			Debconf: []string{"nova-common nova/configure_db boolean false", "nova-common nova/configure_rabbit boolean false", "nova-common nova/configure_ksat boolean false"},
+			Cmd:     []string{"/bin/bash"},
+			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+		},
+		{
+			Name: "ovn", Ref: imageRefPrefix + "ovn" + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Variant: defaultVariant,
+			Packages: []string{"ovn-central", "ovn-host", "openvswitch-switch", "iproute2", "procps"},
+			Cmd:      []string{"/bin/bash"},
+			Env:      []string{"PATH=/usr/share/openvswitch/scripts:/usr/share/ovn/scripts:/usr/sbin:/usr/bin:/sbin:/bin"},
+		},
+		{
+			Name: "mariadb", Ref: imageRefPrefix + "mariadb" + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Variant: defaultVariant,
+			Packages: []string{"mariadb-server", "mariadb-client"},
+			Users:    []User{{Name: "mysql", UID: UIDMySQL, GID: UIDMySQL, Home: "/nonexistent", Shell: "/bin/false"}},
+			Cmd:      []string{"/usr/sbin/mariadbd"},
+			User:     "mysql",
+			Env:      []string{"LANG=C.UTF-8"},
+		},
+		{
+			Name: "rabbitmq", Ref: imageRefPrefix + "rabbitmq" + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Variant: defaultVariant,
+			Packages: []string{"rabbitmq-server"},
+			Users:    []User{{Name: "rabbitmq", UID: UIDRabbitMQ, GID: UIDRabbitMQ, Home: "/var/lib/rabbitmq", Shell: "/bin/sh"}},
+			Cmd:      []string{"/usr/sbin/rabbitmq-server"},
+			User:     "rabbitmq",
+			Env:      []string{"LANG=C.UTF-8", "HOME=/var/lib/rabbitmq"},
+		},
+		{
+			Name: "memcached", Ref: imageRefPrefix + "memcached" + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Variant: defaultVariant,
+			Packages:   []string{"memcached"},
+			Users:      []User{{Name: "memcache", UID: UIDMemcache, GID: UIDMemcache, Home: "/nonexistent", Shell: "/bin/false"}},
+			Entrypoint: []string{"/usr/bin/memcached"},
+			Cmd:        []string{"-u", "memcache", "-m", "64", "-p", "11211"},
+			User:       "memcache",
+		},
+	}
+}
+
+// openstackDebconf answers the dbconfig/rabbit/keystone questions of the
+// OpenStack packages with "do not configure": the charts render the
+// configuration at deploy time.
+func openstackDebconf() []string {
+	var out []string
+	for _, p := range []string{"keystone", "glance-common", "placement-common", "nova-common", "neutron-common", "cinder-common", "heat-common"} {
+		svc := p
+		if n := len(p) - len("-common"); n > 0 && p[n:] == "-common" {
+			svc = p[:n]
+		}
+		out = append(out,
+			p+" "+svc+"/configure_db boolean false",
+			p+" "+svc+"/configure_rabbit boolean false",
+			p+" "+svc+"/configure_ksat boolean false",
+			p+" "+svc+"/configure_api-endpoint boolean false",
+		)
+	}
+	out = append(out, "keystone keystone/create-admin-tenant boolean false")
+	return out
+}
+
+// RecipeByName returns the catalog recipe called name.
+func RecipeByName(name string) (Recipe, bool) {
+	for _, r := range Recipes() {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Recipe{}, false
+}
