@@ -1,0 +1,198 @@
+package helmclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/rest"
+)
+
+// maxHistory bounds the release records Helm keeps per release.
+const maxHistory = 5
+
+// ValuesHasher hashes the values a release was installed with (deploy.ValuesHash).
+type ValuesHasher func(map[string]any) (string, error)
+
+// Client runs Helm actions. Actions are serialized: they only submit objects (no Helm wait),
+// so they are quick; waiting for readiness is the caller's job and happens concurrently.
+type Client struct {
+	newConfig func(ns string) (*action.Configuration, error)
+	hash      ValuesHasher
+
+	mu      sync.Mutex
+	configs map[string]*action.Configuration
+}
+
+// New returns a Client for the cluster at cfg, storing release records as Secrets in each
+// release's namespace (Helm's default driver).
+func New(cfg *rest.Config, hash ValuesHasher, log *slog.Logger) *Client {
+	return NewWithConfigs(func(ns string) (*action.Configuration, error) {
+		ac := &action.Configuration{}
+		debug := func(format string, v ...any) { log.Debug(fmt.Sprintf(format, v...), "component", "helm", "namespace", ns) }
+		if err := ac.Init(&RESTGetter{Config: cfg, Namespace: ns}, ns, "secret", debug); err != nil {
+			return nil, fmt.Errorf("helm configuration for %s: %w", ns, err)
+		}
+		return ac, nil
+	}, hash)
+}
+
+// NewWithConfigs returns a Client whose per-namespace configurations come from newConfig
+// (tests hand in the in-memory driver and a fake kube client).
+func NewWithConfigs(newConfig func(ns string) (*action.Configuration, error), hash ValuesHasher) *Client {
+	return &Client{newConfig: newConfig, hash: hash, configs: map[string]*action.Configuration{}}
+}
+
+func (c *Client) config(ns string) (*action.Configuration, error) {
+	if ac, ok := c.configs[ns]; ok {
+		return ac, nil
+	}
+	ac, err := c.newConfig(ns)
+	if err != nil {
+		return nil, err
+	}
+	c.configs[ns] = ac
+	return ac, nil
+}
+
+// Release is what osd needs to know of a Helm release's last revision.
+type Release struct {
+	Name         string
+	Namespace    string
+	Revision     int
+	Status       string // Helm status: deployed, failed, pending-install, ...
+	Chart        string
+	ChartVersion string
+	// ValuesHash is the hash of the values the last revision was given, empty unless that
+	// revision deployed (so a failed or interrupted one is retried).
+	ValuesHash  string
+	Description string
+}
+
+// ErrNotFound is returned by Get for a release that does not exist.
+var ErrNotFound = errors.New("release not found")
+
+// Get returns the last revision of a release, or ErrNotFound.
+func (c *Client) Get(ns, name string) (Release, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ac, err := c.config(ns)
+	if err != nil {
+		return Release{}, err
+	}
+	return c.last(ac, name)
+}
+
+func (c *Client) last(ac *action.Configuration, name string) (Release, error) {
+	rel, err := ac.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return Release{}, fmt.Errorf("helm release %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Release{}, fmt.Errorf("helm release %s: %w", name, err)
+	}
+	return c.describe(rel)
+}
+
+func (c *Client) describe(rel *release.Release) (Release, error) {
+	r := Release{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version}
+	if rel.Info != nil {
+		r.Status = rel.Info.Status.String()
+		r.Description = rel.Info.Description
+	}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		r.Chart, r.ChartVersion = rel.Chart.Metadata.Name, rel.Chart.Metadata.Version
+	}
+	if r.Status == release.StatusDeployed.String() {
+		h, err := c.hash(rel.Config)
+		if err != nil {
+			return Release{}, fmt.Errorf("helm release %s: %w", rel.Name, err)
+		}
+		r.ValuesHash = h
+	}
+	return r, nil
+}
+
+// Apply installs the release when it does not exist and upgrades it otherwise, with exactly
+// values (no reuse of earlier values). A last revision left pending by a killed process is
+// marked failed first, so the upgrade can proceed. Apply never waits for readiness.
+func (c *Client) Apply(ctx context.Context, ch *chart.Chart, ns, name string, values map[string]any) (Release, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ac, err := c.config(ns)
+	if err != nil {
+		return Release{}, err
+	}
+	last, err := ac.Releases.Last(name)
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
+		in := action.NewInstall(ac)
+		in.ReleaseName, in.Namespace = name, ns
+		in.Timeout = 5 * time.Minute
+		rel, err := in.RunWithContext(ctx, ch, values)
+		if err != nil {
+			return Release{}, fmt.Errorf("helm install %s: %w", name, err)
+		}
+		return c.describe(rel)
+	case err != nil:
+		return Release{}, fmt.Errorf("helm release %s: %w", name, err)
+	}
+	if last.Info != nil && last.Info.Status.IsPending() {
+		last.Info.Status = release.StatusFailed
+		last.Info.Description = "interrupted: marked failed by osd before retrying"
+		if err := ac.Releases.Update(last); err != nil {
+			return Release{}, fmt.Errorf("helm release %s: mark interrupted revision %d failed: %w", name, last.Version, err)
+		}
+	}
+	up := action.NewUpgrade(ac)
+	up.Namespace = ns
+	up.MaxHistory = maxHistory
+	up.Timeout = 5 * time.Minute
+	rel, err := up.RunWithContext(ctx, name, ch, values)
+	if err != nil {
+		return Release{}, fmt.Errorf("helm upgrade %s: %w", name, err)
+	}
+	return c.describe(rel)
+}
+
+// Uninstall removes a release and its objects; a missing release is not an error.
+func (c *Client) Uninstall(ns, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ac, err := c.config(ns)
+	if err != nil {
+		return err
+	}
+	un := action.NewUninstall(ac)
+	un.IgnoreNotFound = true
+	if _, err := un.Run(name); err != nil {
+		return fmt.Errorf("helm uninstall %s: %w", name, err)
+	}
+	return nil
+}
+
+// Template renders a chart with values without a cluster and returns the manifests
+// (hooks included), as `helm template` would.
+func Template(ctx context.Context, ch *chart.Chart, ns, name string, values map[string]any) (string, error) {
+	in := action.NewInstall(&action.Configuration{})
+	in.DryRun, in.ClientOnly, in.Replace = true, true, true
+	in.ReleaseName, in.Namespace = name, ns
+	in.KubeVersion = &chartutil.KubeVersion{Version: "v1.34.0", Major: "1", Minor: "34"}
+	rel, err := in.RunWithContext(ctx, ch, values)
+	if err != nil {
+		return "", fmt.Errorf("helm template %s: %w", name, err)
+	}
+	out := rel.Manifest
+	for _, h := range rel.Hooks {
+		out += "\n---\n# Source: " + h.Path + "\n" + h.Manifest
+	}
+	return out, nil
+}
