@@ -37,7 +37,9 @@ type Client struct {
 func New(cfg *rest.Config, hash ValuesHasher, log *slog.Logger) *Client {
 	return NewWithConfigs(func(ns string) (*action.Configuration, error) {
 		ac := &action.Configuration{}
-		debug := func(format string, v ...any) { log.Debug(fmt.Sprintf(format, v...), "component", "helm", "namespace", ns) }
+		debug := func(format string, v ...any) {
+			log.Debug(fmt.Sprintf(format, v...), "component", "helm", "namespace", ns)
+		}
 		if err := ac.Init(&RESTGetter{Config: cfg, Namespace: ns}, ns, "secret", debug); err != nil {
 			return nil, fmt.Errorf("helm configuration for %s: %w", ns, err)
 		}
