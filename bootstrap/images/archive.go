@@ -55,7 +55,18 @@ func WriteArchive(w io.Writer, refs map[string]v1.Image) error {
 // WriteArchiveFile writes the archive to path atomically (a temporary file in
 // the same directory, synced, then renamed; mode 0644), so a reader such as
 // k3s at start never sees a partial archive.
-func WriteArchiveFile(path string, refs map[string]v1.Image) (err error) {
+func WriteArchiveFile(path string, refs map[string]v1.Image) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return WriteArchive(w, refs) })
+}
+
+// WriteOCIArchiveFile is WriteOCIArchive to path, atomically (mode 0644).
+func WriteOCIArchiveFile(path string, refs map[string]v1.Image) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return WriteOCIArchive(w, refs) })
+}
+
+// writeFileAtomic writes path through a synced temporary file in the same
+// directory renamed into place (mode 0644).
+func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write image archive: %w", err)
@@ -66,7 +77,7 @@ func WriteArchiveFile(path string, refs map[string]v1.Image) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err := WriteArchive(tmp, refs); err != nil {
+	if err := write(tmp); err != nil {
 		return err
 	}
 	if err := tmp.Chmod(0o644); err != nil {
@@ -82,4 +93,18 @@ func WriteArchiveFile(path string, refs map[string]v1.Image) (err error) {
 		return fmt.Errorf("write image archive: %w", err)
 	}
 	return nil
+}
+
+// fullRef returns the fully qualified form containerd uses
+// (docker.io/library/x:latest for x).
+func fullRef(r string) (string, error) {
+	tag, err := name.NewTag(r)
+	if err != nil {
+		return "", fmt.Errorf("reference %q: %w", r, err)
+	}
+	reg := tag.RegistryStr()
+	if reg == name.DefaultRegistry {
+		reg = "docker.io"
+	}
+	return reg + "/" + tag.RepositoryStr() + ":" + tag.TagStr(), nil
 }

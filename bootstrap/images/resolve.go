@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -112,6 +115,20 @@ func (a aptResolver) resolve(ctx context.Context, variant string, pkgs []string)
 			return nil, fmt.Errorf("resolve packages: %w", err)
 		}
 	}
+	// The answer depends only on the lists and the request: memoize it
+	// until the lists are refreshed.
+	st, err := os.Stat(stamp)
+	if err != nil {
+		return nil, fmt.Errorf("resolve packages: %w", err)
+	}
+	sorted := append([]string(nil), pkgs...)
+	sort.Strings(sorted)
+	sum := sha256.Sum256([]byte(variant + "\n" + strings.Join(sorted, "\n")))
+	memo := filepath.Join(a.dir, "resolved", hex.EncodeToString(sum[:])+".json")
+	var m resolveMemo
+	if b, err := os.ReadFile(memo); err == nil && json.Unmarshal(b, &m) == nil && m.Lists == st.ModTime().UnixNano() && len(m.Versions) > 0 {
+		return m.Versions, nil
+	}
 	args := append([]string{"install", "-s", "-y"}, baseSet(variant)...)
 	out, err := a.aptGet(ctx, conf, append(args, pkgs...)...)
 	if err != nil {
@@ -121,7 +138,18 @@ func (a aptResolver) resolve(ctx context.Context, variant string, pkgs []string)
 	if len(vers) == 0 {
 		return nil, fmt.Errorf("resolve packages: apt-get -s installed nothing")
 	}
+	if b, err := json.Marshal(resolveMemo{Lists: st.ModTime().UnixNano(), Versions: vers}); err == nil {
+		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
+			_ = os.WriteFile(memo, b, 0o644) // a lost memo only costs time
+		}
+	}
 	return vers, nil
+}
+
+// resolveMemo is a resolution remembered for one state of the lists.
+type resolveMemo struct {
+	Lists    int64
+	Versions map[string]string
 }
 
 // ParseAptSimulation reads `apt-get install -s` output ("Inst name (version

@@ -191,8 +191,14 @@ func (s *Store) adoptLayerFiles(img v1.Image) error {
 
 // gc removes blobs that no index entry references.
 func (s *Store) gc() error {
-	if _, err := s.path().GarbageCollect(); err != nil {
+	unused, err := s.path().GarbageCollect() // lists, does not delete
+	if err != nil {
 		return fmt.Errorf("collect unused blobs: %w", err)
+	}
+	for _, h := range unused {
+		if err := s.path().RemoveBlob(h); err != nil {
+			return fmt.Errorf("collect unused blobs: %w", err)
+		}
 	}
 	return nil
 }

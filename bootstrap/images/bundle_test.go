@@ -1,0 +1,196 @@
+package images
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// smallStore returns a store holding pause and two small file images.
+func smallStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatalf("OpenStore() = %v", err)
+	}
+	pause, err := PauseImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, ref string, img v1.Image) {
+		if _, err := s.Put(img, Stored{Name: name, Ref: ref, RecipeHash: "r-" + name, CacheKey: "k-" + name}); err != nil {
+			t.Fatalf("Put(%s) = %v", name, err)
+		}
+	}
+	put("pause", PauseRef, pause)
+	for _, n := range []string{"a", "b"} {
+		img, err := ImageFromFiles([]File{{Path: "etc/" + n, Mode: 0o644, Data: []byte(strings.Repeat(n, 100000))}}, ImageConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(n, "localhost/osd/"+n+":1", img)
+	}
+	return s
+}
+
+func TestStorePutReplace(t *testing.T) {
+	s := smallStore(t)
+	before, _ := s.List()
+	img, err := ImageFromFiles([]File{{Path: "etc/a2", Mode: 0o644, Data: []byte("new")}}, ImageConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(img, Stored{Name: "a", Ref: "localhost/osd/a:2"}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.List()
+	if len(after) != len(before) {
+		t.Errorf("List() after replacing a = %d images, want %d", len(after), len(before))
+	}
+	_, st, err := s.Get("a")
+	d, _ := img.Digest()
+	if err != nil || st.Digest != d.String() || st.Ref != "localhost/osd/a:2" {
+		t.Errorf("Get(a) = %+v, %v; want digest %s ref localhost/osd/a:2", st, err, d)
+	}
+	// The old image's layer blob was collected.
+	blobs, _ := os.ReadDir(filepath.Join(s.Dir(), "oci", "blobs", "sha256"))
+	if len(blobs) != 9 { // 3 images x (manifest, config, layer)
+		t.Errorf("store holds %d blobs, want 9 (old ones collected)", len(blobs))
+	}
+	if _, _, err := s.Get("nope"); !errors.Is(err, ErrNotStored) {
+		t.Errorf("Get(nope) = %v, want ErrNotStored", err)
+	}
+}
+
+func TestBundleRoundTrip(t *testing.T) {
+	src := smallStore(t)
+	path := filepath.Join(t.TempDir(), "osd-images.bundle")
+	exported, err := ExportBundleFile(path, src)
+	if err != nil {
+		t.Fatalf("ExportBundleFile() = %v", err)
+	}
+	if len(exported) != 3 {
+		t.Fatalf("ExportBundleFile() exported %d images, want 3", len(exported))
+	}
+	dst, err := OpenStore(filepath.Join(t.TempDir(), "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported, err := ImportBundle(path, dst)
+	if err != nil {
+		t.Fatalf("ImportBundle() = %v", err)
+	}
+	want, _ := src.List()
+	got, _ := dst.List()
+	if len(got) != len(want) || len(imported) != len(want) {
+		t.Fatalf("imported %d, listed %d, want %d", len(imported), len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("after import %s = %+v, want %+v", want[i].Name, got[i], want[i])
+		}
+	}
+	// An image read back from the new store still verifies end to end.
+	img, _, err := dst.Get("pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	entries, _ := readLayerAll(t, layers[0])
+	if e := entries["pause"]; e.Size != int64(len(PauseBinary())) {
+		t.Errorf("imported pause /pause size = %d, want %d", e.Size, len(PauseBinary()))
+	}
+	// Export of a subset; unknown names are refused.
+	if sel, err := ExportBundleFile(filepath.Join(t.TempDir(), "one"), src, "pause"); err != nil || len(sel) != 1 {
+		t.Errorf("ExportBundleFile(pause) = %d, %v; want 1 image", len(sel), err)
+	}
+	if _, err := ExportBundleFile(filepath.Join(t.TempDir(), "x"), src, "nope"); err == nil {
+		t.Errorf("ExportBundleFile(nope) = nil error, want error")
+	}
+}
+
+func TestImportBundleRejectsDamage(t *testing.T) {
+	src := smallStore(t)
+	good := filepath.Join(t.TempDir(), "good.bundle")
+	if _, err := ExportBundleFile(good, src); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(off int) []byte {
+		b := append([]byte(nil), data...)
+		b[off] ^= 0x01
+		return b
+	}
+	// Find the layer blob of image a inside the bundle and flip a byte in
+	// it (the tar framing stays valid; only the digest check can catch it).
+	img, _, err := src.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	rc, _ := layers[0].Compressed()
+	blob, _ := io.ReadAll(rc)
+	rc.Close()
+	at := bytes.Index(data, blob)
+	if at < 0 || len(blob) < 16 {
+		t.Fatalf("layer blob of a (%d bytes) not found in the bundle", len(blob))
+	}
+	cfgName, _ := img.ConfigName()
+	cfg, _ := img.RawConfigFile()
+	atCfg := bytes.Index(data, cfg)
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"flipped byte in a layer blob", flip(at + len(blob)/2)},
+		{"flipped byte in a config blob " + cfgName.Hex[:12], flip(atCfg + 10)},
+		{"flipped byte in the tar framing", flip(len(data) / 2)},
+		{"truncated to half", data[:len(data)/2]},
+		{"truncated before the end", data[:len(data)-1500]},
+		{"only the header", data[:512]},
+		{"empty", nil},
+		{"not a tar", []byte(strings.Repeat("garbage!", 200))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bad.bundle")
+			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "fresh")
+			dst, err := OpenStore(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ImportBundle(path, dst)
+			if err == nil {
+				t.Fatalf("ImportBundle(%s) = %d images, nil error; want an error", tc.name, len(got))
+			}
+			if !errors.Is(err, ErrBadBundle) || !strings.Contains(err.Error(), "truncated or corrupt") || !strings.Contains(err.Error(), "nothing was imported") {
+				t.Errorf("ImportBundle(%s) error = %q, want ErrBadBundle saying truncated or corrupt, nothing imported", tc.name, err)
+			}
+			t.Logf("%s: %v", tc.name, err)
+			if l, _ := dst.List(); len(l) != 0 {
+				t.Errorf("after a refused import the store lists %d images, want 0", len(l))
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() != "oci" {
+					t.Errorf("leftover %s in the store dir after a refused import", e.Name())
+				}
+			}
+			if blobs, _ := os.ReadDir(filepath.Join(dir, "oci", "blobs", "sha256")); len(blobs) != 0 {
+				t.Errorf("after a refused import the store has %d blobs, want 0", len(blobs))
+			}
+		})
+	}
+}
