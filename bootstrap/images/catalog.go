@@ -1,6 +1,9 @@
 package images
 
-import "os"
+import (
+	"encoding/binary"
+	"os"
+)
 
 // Fixed service IDs. nova, cinder and glance use the IDs Debian reserves
 // for them (its packages create them with these); the others are fixed in
@@ -31,6 +34,15 @@ const (
 	imageRefVersion = ":2023.1-bookworm"
 )
 
+// vfsCapNetBindService is a VFS_CAP_REVISION_2 security.capability value:
+// cap_net_bind_service (bit 10) permitted and effective.
+func vfsCapNetBindService() string {
+	b := make([]byte, 20)
+	binary.LittleEndian.PutUint32(b[0:], 0x02000000|1)
+	binary.LittleEndian.PutUint32(b[4:], 1<<10)
+	return string(b)
+}
+
 func svcUser(name string, id int, shell string) User {
 	return User{Name: name, UID: id, GID: id, Home: "/var/lib/" + name, Shell: shell}
 }
@@ -44,12 +56,16 @@ func Recipes() []Recipe {
 		},
 		{
 			Name: "coredns", Ref: imageRefPrefix + "coredns:" + corednsVersion, Kind: KindGo,
-			Go:         &GoBuild{Module: "github.com/coredns/coredns", Version: corednsVersion, Binary: "/coredns"},
-			Entrypoint: []string{"/coredns"}, User: "65532:65532",
+			Go: &GoBuild{Module: "github.com/coredns/coredns", Version: corednsVersion, Binary: "/coredns",
+				// cap_net_bind_service+ep: port 53 as a non-root user (ignored
+				// under no_new_privs; the image's default user is root).
+				Xattrs: map[string]string{"security.capability": vfsCapNetBindService()}},
+			Entrypoint: []string{"/coredns"},
 			Files: []File{
 				{Path: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\ncoredns:x:65532:65532:coredns:/nonexistent:/sbin/nologin\n")},
 				{Path: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\ncoredns:x:65532:\n")},
 				{Path: "etc/coredns", Mode: os.ModeDir | 0o755},
+				{Path: "tmp", Mode: os.ModeDir | os.ModeSticky | 0o777},
 			},
 		},
 		{

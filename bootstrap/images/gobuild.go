@@ -73,6 +73,6 @@ func (b *Builder) buildGo(ctx context.Context, r Recipe) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go install %s: %w", pkg, err)
 	}
-	files := append([]File{{Path: r.Go.Binary, Mode: 0o755, Data: bin}}, r.Files...)
+	files := append([]File{{Path: r.Go.Binary, Mode: 0o755, Data: bin, Xattrs: r.Go.Xattrs}}, r.Files...)
 	return ImageFromFiles(files, r.Config())
 }

@@ -24,6 +24,9 @@ type File struct {
 	UID, GID int
 	Data     []byte
 	Link     string // symlink target
+	// Xattrs are extended attributes (e.g. security.capability), written as
+	// PAX SCHILY.xattr.* records.
+	Xattrs map[string]string `json:",omitempty"`
 }
 
 // ImageConfig is the runtime configuration of an image.
@@ -104,6 +107,12 @@ func writeFileEntry(tw *tar.Writer, f File) error {
 		Gid:     f.GID,
 		ModTime: timeEpoch,
 		Format:  tar.FormatPAX,
+	}
+	for k, v := range f.Xattrs {
+		if hdr.PAXRecords == nil {
+			hdr.PAXRecords = map[string]string{}
+		}
+		hdr.PAXRecords["SCHILY.xattr."+k] = v
 	}
 	switch {
 	case f.Mode&os.ModeSymlink != 0:

@@ -80,6 +80,7 @@ func TestImageFromFilesLayer(t *testing.T) {
 		{Path: "etc/app/app.conf", Mode: 0o640, UID: 64060, GID: 64060, Data: []byte("[DEFAULT]\n")},
 		{Path: "var/lib/app", Mode: os.ModeDir | 0o750, UID: 64060, GID: 64061},
 		{Path: "bin/sh", Link: "busybox"},
+		{Path: "usr/bin/dns", Mode: 0o755, Data: []byte("x"), Xattrs: map[string]string{"security.capability": vfsCapNetBindService()}},
 	}
 	img, err := ImageFromFiles(files, ImageConfig{Entrypoint: []string{"/usr/bin/tool"}, User: "64060"})
 	if err != nil {
@@ -99,6 +100,7 @@ func TestImageFromFilesLayer(t *testing.T) {
 		"usr/":             {Type: tar.TypeDir, Mode: 0o755},
 		"usr/bin/":         {Type: tar.TypeDir, Mode: 0o755},
 		"usr/bin/tool":     {Type: tar.TypeReg, Mode: 0o4755, Size: 10, Data: "#!/bin/sh\n"},
+		"usr/bin/dns":      {Type: tar.TypeReg, Mode: 0o755, Size: 1, Data: "x", Xattrs: map[string]string{"security.capability": vfsCapNetBindService()}},
 		"var/":             {Type: tar.TypeDir, Mode: 0o755},
 		"var/lib/":         {Type: tar.TypeDir, Mode: 0o755},
 		"var/lib/app/":     {Type: tar.TypeDir, Mode: 0o750, UID: 64060, GID: 64061},
@@ -112,7 +114,7 @@ func TestImageFromFilesLayer(t *testing.T) {
 			t.Errorf("layer entry %s missing", name)
 			continue
 		}
-		if g.Type != w.Type || g.Mode != w.Mode || g.UID != w.UID || g.GID != w.GID || g.Link != w.Link || g.Size != w.Size || g.Data != w.Data {
+		if g.Type != w.Type || g.Mode != w.Mode || g.UID != w.UID || g.GID != w.GID || g.Link != w.Link || g.Size != w.Size || g.Data != w.Data || !sameMap(g.Xattrs, w.Xattrs) {
 			t.Errorf("layer entry %s = %+v, want %+v", name, g, w)
 		}
 	}

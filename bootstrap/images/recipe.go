@@ -44,6 +44,8 @@ type GoBuild struct {
 	Version string // exact version
 	Package string // package to build (defaults to Module)
 	Binary  string // path of the binary inside the image
+	// Xattrs are set on the binary (e.g. security.capability).
+	Xattrs map[string]string `json:",omitempty"`
 }
 
 // Recipe is the data an image is built from. Everything that changes the

@@ -1,0 +1,156 @@
+package images
+
+import (
+	"archive/tar"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// TestBuildCatalogImages builds the real catalog images. It takes many
+// minutes and gigabytes (openstack alone: ~760 packages, 1.7 GB rootfs), so
+// it runs only with OSD_TEST_FULL_IMAGES=1; OSD_TEST_IMAGES=a,b limits it to
+// some images.
+func TestBuildCatalogImages(t *testing.T) {
+	if os.Getenv("OSD_TEST_FULL_IMAGES") != "1" {
+		t.Skip("full image builds take minutes each: set OSD_TEST_FULL_IMAGES=1 (and optionally OSD_TEST_IMAGES=openstack,compute)")
+	}
+	requireBuildTools(t)
+	var names []string
+	if v := os.Getenv("OSD_TEST_IMAGES"); v != "" {
+		names = strings.Split(v, ",")
+	}
+	recipes, err := Select(names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{StateDir: buildState(t), Progress: func(e Event) {
+		if e.Step != "mmdebstrap" || strings.HasPrefix(e.Message, "I:") || e.Packages%50 == 0 {
+			t.Logf("%s %s %d/%d %.0fMB %s", e.Image, e.Step, e.Packages, e.Total, e.MB, e.Message)
+		}
+	}}
+	// What each image must contain: path -> want regular/executable, and
+	// passwd lines.
+	type want struct {
+		files  []string
+		passwd []string
+	}
+	wants := map[string]want{
+		"pause":   {files: []string{"pause"}},
+		"coredns": {files: []string{"coredns"}},
+		"openstack": {
+			files: []string{"usr/bin/keystone-manage", "usr/bin/glance-api", "usr/bin/placement-api", "usr/bin/nova-api", "usr/bin/nova-conductor",
+				"usr/bin/nova-scheduler", "usr/bin/nova-novncproxy", "usr/bin/neutron-server", "usr/bin/neutron-ovn-metadata-agent",
+				"usr/bin/cinder-api", "usr/bin/cinder-scheduler", "usr/bin/cinder-volume", "usr/bin/heat-api", "usr/bin/heat-engine",
+				"usr/bin/openstack", "usr/sbin/apache2", "etc/default/nova-consoleproxy"},
+			passwd: []string{"nova:x:64060:64060:", "cinder:x:64061:64061:", "glance:x:64062:64062:", "keystone:x:901:901:", "neutron:x:902:902:"},
+		},
+		"compute":   {files: []string{"usr/bin/nova-compute", "usr/sbin/libvirtd", "usr/bin/qemu-system-x86_64"}, passwd: []string{"nova:x:64060:64060:", "libvirt-qemu:x:920:920:"}},
+		"ovn":       {files: []string{"usr/bin/ovn-northd", "usr/bin/ovn-controller", "usr/sbin/ovs-vswitchd", "usr/sbin/ovsdb-server"}},
+		"mariadb":   {files: []string{"usr/sbin/mariadbd"}, passwd: []string{"mysql:x:910:910:"}},
+		"rabbitmq":  {files: []string{"usr/lib/rabbitmq/bin/rabbitmq-server"}, passwd: []string{"rabbitmq:x:911:911:"}},
+		"memcached": {files: []string{"usr/bin/memcached"}, passwd: []string{"memcache:x:912:912:"}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	for _, r := range recipes {
+		t.Run(r.Name, func(t *testing.T) {
+			res, err := b.Build(ctx, r)
+			if err != nil {
+				t.Fatalf("Build(%s) = %v", r.Name, err)
+			}
+			t.Logf("%s: %s %.1f MB cached=%v in %s", r.Name, res.Digest, float64(res.Size)/1e6, res.Cached, res.Duration.Round(time.Second))
+			store, _ := b.Store()
+			img, _, err := store.Get(r.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			layers, _ := img.Layers()
+			entries := layerIndex(t, layers)
+			w := wants[r.Name]
+			for _, f := range w.files {
+				h, ok := entries[f]
+				if !ok {
+					t.Errorf("%s image lacks %s", r.Name, f)
+					continue
+				}
+				if h.Typeflag == tar.TypeReg && h.Mode&0o111 == 0 && !strings.HasPrefix(f, "etc/") {
+					t.Errorf("%s image %s mode %o, want executable", r.Name, f, h.Mode)
+				}
+			}
+			if len(w.passwd) > 0 {
+				passwd := readImageFile(t, layers[len(layers)-1], "etc/passwd")
+				for _, p := range w.passwd {
+					if !strings.Contains(passwd, "\n"+p) && !strings.HasPrefix(passwd, p) {
+						t.Errorf("%s image /etc/passwd lacks %q:\n%s", r.Name, p, passwd)
+					}
+				}
+			}
+			if r.Name == "coredns" {
+				checkCoreDNSRuns(t, layers[0])
+			}
+		})
+	}
+}
+
+// layerIndex maps every path of the image's layers to its header.
+func layerIndex(t *testing.T, layers []v1.Layer) map[string]*tar.Header {
+	t.Helper()
+	out := map[string]*tar.Header{}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			out[strings.TrimSuffix(h.Name, "/")] = h
+		}
+		rc.Close()
+	}
+	return out
+}
+
+// checkCoreDNSRuns extracts /coredns and runs `coredns -version`.
+func checkCoreDNSRuns(t *testing.T, l v1.Layer) {
+	t.Helper()
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("coredns binary not found: %v", err)
+		}
+		if h.Name != "coredns" {
+			continue
+		}
+		p := filepath.Join(t.TempDir(), "coredns")
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o755)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.ReadFrom(tr); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		out, err := exec.Command(p, "-version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "CoreDNS-"+strings.TrimPrefix(corednsVersion, "v")) {
+			t.Errorf("coredns -version = %q, %v; want CoreDNS-%s", out, err, strings.TrimPrefix(corednsVersion, "v"))
+		}
+		return
+	}
+}
