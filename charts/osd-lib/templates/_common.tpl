@@ -1,0 +1,94 @@
+{{/*
+Common labels. Call with (dict "ctx" $ "component" "api").
+*/}}
+{{- define "osd-lib.labels" -}}
+app.kubernetes.io/name: {{ .ctx.Chart.Name }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/part-of: osd
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- end -}}
+
+{{/*
+Selector labels (immutable on Deployments/StatefulSets: never add to this list).
+*/}}
+{{- define "osd-lib.selectorLabels" -}}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/*
+Image reference by image name: (dict "ctx" $ "image" "openstack"). Fails when the
+controller did not hand the reference in .Values.images.
+*/}}
+{{- define "osd-lib.image" -}}
+{{- $ref := index (.ctx.Values.images | default dict) .image -}}
+{{- if not $ref -}}
+{{- fail (printf "values: images.%s is not set" .image) -}}
+{{- end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/*
+Resources block from .Values.resources.<component> (may be empty).
+*/}}
+{{- define "osd-lib.resources" -}}
+{{- $r := index (.ctx.Values.resources | default dict) .component -}}
+{{- if $r }}
+resources:
+  {{- toYaml $r | nindent 2 }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Probes. (dict "http" (dict "path" "/v3" "port" 5000)) or (dict "tcp" 11211) or
+(dict "exec" (list "sh" "-c" "...")) plus optional "initialDelay". Readiness is quick,
+liveness is patient (a busy service is not killed).
+*/}}
+{{- define "osd-lib.probeAction" -}}
+{{- if .http -}}
+httpGet:
+  path: {{ .http.path }}
+  port: {{ .http.port }}
+{{- else if .tcp -}}
+tcpSocket:
+  port: {{ .tcp }}
+{{- else if .exec -}}
+exec:
+  command:
+    {{- toYaml .exec | nindent 4 }}
+{{- else -}}
+{{- fail "osd-lib.probes: give http, tcp or exec" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "osd-lib.probes" -}}
+startupProbe:
+  {{- include "osd-lib.probeAction" . | nindent 2 }}
+  periodSeconds: 2
+  failureThreshold: {{ .startupFailures | default 150 }}
+  timeoutSeconds: 5
+readinessProbe:
+  {{- include "osd-lib.probeAction" . | nindent 2 }}
+  periodSeconds: 5
+  failureThreshold: 3
+  timeoutSeconds: 5
+livenessProbe:
+  {{- include "osd-lib.probeAction" . | nindent 2 }}
+  periodSeconds: 30
+  failureThreshold: 6
+  timeoutSeconds: 10
+{{- end -}}
+
+{{/*
+Environment entries from Secrets: (list (dict "name" "DB_PASSWORD" "secret" "keystone-db" "key" "password")).
+*/}}
+{{- define "osd-lib.secretEnv" -}}
+{{- range . }}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secret }}
+      key: {{ .key }}
+{{- end }}
+{{- end -}}
