@@ -30,7 +30,7 @@ func TestCRDManifest(t *testing.T) {
 			t.Errorf("CRDManifest() status.children has no %q", f)
 		}
 	}
-	for _, f := range []string{"kind", "namespace", "name", "release", "ready", "desired", "reason"} {
+	for _, f := range []string{"kind", "namespace", "name", "release", "ready", "desired", "reason", "failed"} {
 		if _, ok := status.Properties["health"].AdditionalProperties.Schema.Properties[f]; !ok {
 			t.Errorf("CRDManifest() status.health has no %q", f)
 		}

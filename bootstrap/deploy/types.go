@@ -90,6 +90,7 @@ type WorkloadHealth struct {
 	Ready     int32  `json:"ready"`
 	Desired   int32  `json:"desired"`
 	Reason    string `json:"reason,omitempty"` // empty when ready
+	Failed    bool   `json:"failed,omitempty"` // gave up (a Job past its backoff limit)
 }
 
 // Condition types.
