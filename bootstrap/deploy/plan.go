@@ -1,6 +1,9 @@
 package deploy
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // Op is what a plan asks Helm to do with one release.
 type Op string
@@ -72,7 +75,8 @@ func Plan(cat Catalog, observed map[string]ChildStatus, desired map[string]strin
 	return actions, nil
 }
 
-// UnmetDependencies returns, per enabled service, the enabled dependencies that are not Ready.
+// UnmetDependencies returns, per enabled service, the enabled dependencies that are not Ready
+// (sorted).
 // Services with none are left out.
 func UnmetDependencies(cat Catalog, desired map[string]string, ready map[string]bool) map[string][]string {
 	out := map[string][]string{}
@@ -85,6 +89,7 @@ func UnmetDependencies(cat Catalog, desired map[string]string, ready map[string]
 				out[s.Name] = append(out[s.Name], d)
 			}
 		}
+		sort.Strings(out[s.Name])
 	}
 	return out
 }

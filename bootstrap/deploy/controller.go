@@ -1,0 +1,471 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"helm.sh/helm/v3/pkg/chart"
+	corev1 "k8s.io/api/core/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// Releases is the Helm side of the controller (helmclient.Client).
+type Releases interface {
+	Get(ns, name string) (helmclient.Release, error)
+	Apply(ctx context.Context, ch *chart.Chart, ns, name string, values map[string]any) (helmclient.Release, error)
+}
+
+// Controller converges the OpenStackDeployment Namespace/Name: it renders each enabled
+// service's values, installs or upgrades Helm releases in dependency order (Plan), and
+// writes status.children, status.health and the conditions. Drive it by calling Reconcile
+// until Result.Ready (UntilReady), or keep it running (Run).
+type Controller struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	Helm    Releases
+	Charts  fs.FS // chart directories at the top level (charts.FS)
+	Catalog Catalog
+	Secrets []SecretSpec // generated into Namespace before any release; nil = DefaultSecrets()
+	// Namespace and Name of the OpenStackDeployment; empty = Namespace, DefaultName.
+	Namespace, Name string
+	Log             *slog.Logger
+
+	mu     sync.Mutex
+	loaded map[string]loadedChart
+}
+
+type loadedChart struct {
+	chart  *chart.Chart
+	digest string
+}
+
+// Result is what one Reconcile pass saw and did.
+type Result struct {
+	Ready        bool
+	Actions      []Action         // Helm actions performed in this pass
+	Status       DeploymentStatus // as written
+	RequeueAfter time.Duration    // when to look again (0 = ready; keep a slow resync anyway)
+}
+
+// ErrNoDeployment is returned when the OpenStackDeployment does not exist.
+var ErrNoDeployment = errors.New("no OpenStackDeployment")
+
+// Helm annotations that tie an object to its release.
+const (
+	annoReleaseName      = "meta.helm.sh/release-name"
+	annoReleaseNamespace = "meta.helm.sh/release-namespace"
+)
+
+func (c *Controller) ns() string {
+	if c.Namespace == "" {
+		return Namespace
+	}
+	return c.Namespace
+}
+
+func (c *Controller) name() string {
+	if c.Name == "" {
+		return DefaultName
+	}
+	return c.Name
+}
+
+func (c *Controller) catalog() Catalog {
+	if len(c.Catalog.Services) == 0 {
+		return DefaultCatalog()
+	}
+	return c.Catalog
+}
+
+func (c *Controller) log() *slog.Logger {
+	if c.Log == nil {
+		return slog.Default()
+	}
+	return c.Log
+}
+
+// EnsureDeployment installs the CRD, creates the namespace and creates the
+// OpenStackDeployment with spec, or replaces the spec of the existing one (the daemon calls
+// it from osd init with the image references it imported).
+func (c *Controller) EnsureDeployment(ctx context.Context, apiext apiextensions.Interface, spec DeploymentSpec) error {
+	if err := EnsureCRD(ctx, apiext); err != nil {
+		return err
+	}
+	if err := c.ensureNamespace(ctx, c.ns()); err != nil {
+		return err
+	}
+	deps := Deployments{Client: c.Dynamic}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		have, err := deps.Get(ctx, c.ns(), c.name())
+		if apierrors.IsNotFound(err) {
+			dep := &OpenStackDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns(), Name: c.name()}, Spec: spec}
+			_, err = deps.Create(ctx, dep)
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(schemaGR(), c.name(), err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		have.Spec = spec
+		_, err = deps.Update(ctx, have)
+		return err
+	})
+}
+
+func (c *Controller) ensureNamespace(ctx context.Context, ns string) error {
+	_, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+func (c *Controller) chart(name string) (loadedChart, error) {
+	if lc, ok := c.loaded[name]; ok {
+		return lc, nil
+	}
+	ch, digest, err := helmclient.LoadChart(c.Charts, name)
+	if err != nil {
+		return loadedChart{}, err
+	}
+	if c.loaded == nil {
+		c.loaded = map[string]loadedChart{}
+	}
+	c.loaded[name] = loadedChart{chart: ch, digest: digest}
+	return c.loaded[name], nil
+}
+
+// RenderedValues returns the final values of one service for spec (what
+// `osd config show --rendered SERVICE` prints): chart defaults and every layer merged.
+func (c *Controller) RenderedValues(spec DeploymentSpec, service string) (map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	svc, ok := c.catalog().Service(service)
+	if !ok {
+		return nil, fmt.Errorf("unknown service %q", service)
+	}
+	lc, err := c.chart(svc.Chart)
+	if err != nil {
+		return nil, err
+	}
+	return Render(spec, svc, lc.chart.Values)
+}
+
+// helmValues renders what Helm gets for svc and its hash. The chart digest is part of the
+// values, so a new osd binary with changed templates upgrades the release.
+func (c *Controller) helmValues(spec DeploymentSpec, svc Service) (loadedChart, map[string]any, string, error) {
+	lc, err := c.chart(svc.Chart)
+	if err != nil {
+		return loadedChart{}, nil, "", err
+	}
+	rendered, err := Render(spec, svc, lc.chart.Values)
+	if err != nil {
+		return loadedChart{}, nil, "", err
+	}
+	vals := HelmValues(rendered, lc.chart.Values)
+	vals["osd"] = map[string]any{"chartDigest": lc.digest}
+	h, err := ValuesHash(vals)
+	if err != nil {
+		return loadedChart{}, nil, "", err
+	}
+	return lc, vals, h, nil
+}
+
+// Reconcile performs one pass: observe, plan, act, report. It returns an error only when it
+// could not read or write what it needs; a failing release is reported in the status.
+func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	deps := Deployments{Client: c.Dynamic}
+	dep, err := deps.Get(ctx, c.ns(), c.name())
+	if apierrors.IsNotFound(err) {
+		return Result{}, fmt.Errorf("%s/%s: %w", c.ns(), c.name(), ErrNoDeployment)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	cat := c.catalog()
+	if _, err := cat.Levels(); err != nil {
+		return Result{}, err
+	}
+	if err := c.ensureNamespace(ctx, c.ns()); err != nil {
+		return Result{}, err
+	}
+	secrets := c.Secrets
+	if secrets == nil {
+		secrets = DefaultSecrets()
+	}
+	if err := EnsureSecrets(ctx, c.Kube, c.ns(), secrets); err != nil {
+		return Result{}, err
+	}
+
+	// Desired: values per enabled service.
+	type want struct {
+		lc   loadedChart
+		vals map[string]any
+	}
+	wants := map[string]want{}
+	desired := map[string]string{}
+	problems := map[string]string{} // service -> why it cannot proceed
+	for _, svc := range cat.Services {
+		if !dep.Spec.ServiceEnabled(svc) {
+			continue
+		}
+		lc, vals, h, err := c.helmValues(dep.Spec, svc)
+		if err != nil {
+			problems[svc.Name] = "values: " + err.Error()
+			desired[svc.Name] = "invalid"
+			continue
+		}
+		wants[svc.Name] = want{lc: lc, vals: vals}
+		desired[svc.Name] = h
+	}
+
+	// Observed: Helm releases and workloads.
+	observed := map[string]ChildStatus{}
+	for name := range desired {
+		svc, _ := cat.Service(name)
+		rel, err := c.Helm.Get(svc.Namespace, name)
+		if errors.Is(err, helmclient.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		observed[name] = childFromRelease(rel)
+	}
+	health, ready, err := c.observeHealth(ctx, cat, desired)
+	if err != nil {
+		return Result{}, err
+	}
+
+	// Plan and act. Helm actions only submit objects; readiness is awaited by later passes.
+	plan, err := Plan(cat, observed, desired, ready)
+	if err != nil {
+		return Result{}, err
+	}
+	var done []Action
+	for _, a := range plan {
+		if _, bad := problems[a.Service]; bad {
+			continue
+		}
+		w := wants[a.Service]
+		start := time.Now()
+		rel, err := c.Helm.Apply(ctx, w.lc.chart, a.Namespace, a.Service, w.vals)
+		if err != nil {
+			problems[a.Service] = err.Error()
+			c.log().Warn("helm action failed", "service", a.Service, "op", a.Op, "err", err)
+			if r, gerr := c.Helm.Get(a.Namespace, a.Service); gerr == nil {
+				observed[a.Service] = childFromRelease(r)
+			}
+			continue
+		}
+		c.log().Info("helm release applied", "service", a.Service, "op", a.Op, "revision", rel.Revision, "elapsed", time.Since(start).Round(time.Millisecond))
+		observed[a.Service] = childFromRelease(rel)
+		ready[a.Service] = false // its objects were just (re)submitted
+		done = append(done, a)
+	}
+
+	status := Summarize(cat, desired, observed, health, ready, problems)
+	status.ObservedGeneration = dep.Generation
+	status.Conditions = dep.Status.Conditions
+	allReady := setConditions(&status, dep.Generation, len(desired))
+	written, err := c.writeStatus(ctx, dep, status)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Ready: allReady && len(done) == 0, Actions: done, Status: written}
+	if !res.Ready {
+		res.RequeueAfter = 2 * time.Second
+	}
+	return res, nil
+}
+
+func childFromRelease(r helmclient.Release) ChildStatus {
+	cs := ChildStatus{Chart: r.Chart, Version: r.ChartVersion, Revision: r.Revision, ValuesHash: r.ValuesHash}
+	if r.Status != "deployed" {
+		cs.State = StateFailed
+		cs.Message = fmt.Sprintf("helm revision %d %s: %s", r.Revision, r.Status, r.Description)
+	}
+	return cs
+}
+
+// Summarize turns what was observed into status.children and status.health (pure).
+// problems holds, per service, an error that stops it (invalid values, failed Helm action).
+func Summarize(cat Catalog, desired map[string]string, observed map[string]ChildStatus,
+	health map[string]WorkloadHealth, ready map[string]bool, problems map[string]string) DeploymentStatus {
+	unmet := UnmetDependencies(cat, desired, ready)
+	children := map[string]ChildStatus{}
+	for name, hash := range desired {
+		svc, _ := cat.Service(name)
+		cs := observed[name]
+		if cs.Chart == "" {
+			cs.Chart = svc.Chart
+		}
+		var bad []string
+		failed := false
+		for _, h := range health {
+			if h.Release == name && h.Reason != "" {
+				bad = append(bad, fmt.Sprintf("%s/%s: %s", h.Kind, h.Name, h.Reason))
+				failed = failed || h.Failed
+			}
+		}
+		sort.Strings(bad)
+		switch {
+		case problems[name] != "":
+			cs.State, cs.Message = StateFailed, problems[name]
+		case cs.State == StateFailed:
+			// Helm's last revision did not deploy: keep its message; it is retried.
+		case cs.Revision == 0 && len(unmet[name]) > 0:
+			cs.State, cs.Message = StateWaiting, "waiting for "+strings.Join(unmet[name], ", ")
+		case cs.Revision == 0:
+			cs.State, cs.Message = StatePending, ""
+		case cs.ValuesHash != hash && len(unmet[name]) > 0:
+			cs.State, cs.Message = StateWaiting, "upgrade waiting for "+strings.Join(unmet[name], ", ")
+		case failed:
+			cs.State, cs.Message = StateFailed, strings.Join(bad, "; ")
+		case ready[name] && cs.ValuesHash == hash:
+			cs.State, cs.Message = StateReady, ""
+		default:
+			cs.State = StateInstalling
+			cs.Message = strings.Join(bad, "; ")
+		}
+		children[name] = cs
+	}
+	return DeploymentStatus{Children: children, Health: health}
+}
+
+// setConditions sets Ready, Progressing and Degraded from the children and reports Ready.
+func setConditions(st *DeploymentStatus, gen int64, enabled int) bool {
+	var notReady, failed []string
+	for name, cs := range st.Children {
+		if cs.State != StateReady {
+			notReady = append(notReady, name)
+		}
+		if cs.State == StateFailed {
+			failed = append(failed, fmt.Sprintf("%s: %s", name, cs.Message))
+		}
+	}
+	sort.Strings(notReady)
+	sort.Strings(failed)
+	ready := len(notReady) == 0 && enabled > 0
+	set := func(t string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	if ready {
+		set(ConditionReady, true, "AllReleasesReady", fmt.Sprintf("%d releases ready", enabled))
+		set(ConditionProgressing, false, "Converged", "nothing to do")
+	} else {
+		set(ConditionReady, false, "ReleasesNotReady", "not ready: "+strings.Join(notReady, ", "))
+		set(ConditionProgressing, len(failed) < len(notReady), "Converging", "converging: "+strings.Join(notReady, ", "))
+	}
+	if len(failed) > 0 {
+		set(ConditionDegraded, true, "ReleaseFailed", strings.Join(failed, "; "))
+	} else {
+		set(ConditionDegraded, false, "NoFailures", "no failures")
+	}
+	return ready
+}
+
+func (c *Controller) writeStatus(ctx context.Context, dep *OpenStackDeployment, st DeploymentStatus) (DeploymentStatus, error) {
+	deps := Deployments{Client: c.Dynamic}
+	if statusEqual(dep.Status, st) {
+		return dep.Status, nil
+	}
+	var out DeploymentStatus
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := deps.Get(ctx, dep.Namespace, dep.Name)
+		if err != nil {
+			return err
+		}
+		cur.Status = st
+		upd, err := deps.UpdateStatus(ctx, cur)
+		if err != nil {
+			return err
+		}
+		out = upd.Status
+		return nil
+	})
+	return out, err
+}
+
+func statusEqual(a, b DeploymentStatus) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// UntilReady reconciles until the deployment is Ready or ctx ends, calling progress after
+// every pass (with the pass's error, if any: errors are retried, not fatal).
+func (c *Controller) UntilReady(ctx context.Context, progress func(Result, error)) (Result, error) {
+	for {
+		res, err := c.Reconcile(ctx)
+		if progress != nil {
+			progress(res, err)
+		}
+		if err == nil && res.Ready {
+			return res, nil
+		}
+		wait := res.RequeueAfter
+		if err != nil || wait == 0 {
+			wait = 5 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return res, fmt.Errorf("deployment not ready: %w", err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Run reconciles until ctx ends: every 2 s while converging, every resync when ready.
+func (c *Controller) Run(ctx context.Context, resync time.Duration) {
+	for {
+		res, err := c.Reconcile(ctx)
+		wait := res.RequeueAfter
+		switch {
+		case errors.Is(err, ErrNoDeployment):
+			wait = resync
+		case err != nil:
+			c.log().Warn("reconcile failed", "err", err)
+			wait = 5 * time.Second
+		case wait == 0:
+			wait = resync
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
