@@ -11,6 +11,8 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
@@ -18,6 +20,8 @@ var testImages = map[string]string{
 	"openstack": "localhost/osd/openstack:test", "mariadb": "localhost/osd/mariadb:test", "rabbitmq": "localhost/osd/rabbitmq:test",
 	"memcached": "localhost/osd/memcached:test", "coredns": "localhost/osd/coredns:test", "ovn": "localhost/osd/ovn:test", "compute": "localhost/osd/compute:test",
 }
+
+var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 
 type object struct {
 	Kind     string `json:"kind"`
@@ -62,6 +66,11 @@ func render(t *testing.T, fsys fs.FS, chart string, svc deploy.Service, spec dep
 		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
 			t.Fatal(err)
 		}
+		// Strict decoding into the Kubernetes types: unknown or mistyped fields fail here
+		// rather than being dropped (or refused) by the API server.
+		if _, _, err := strictDecoder.Decode([]byte(doc), nil, nil); err != nil {
+			t.Fatalf("Template(%s) %s/%s is not a valid Kubernetes object: %v", chart, o.Kind, o.Metadata.Name, err)
+		}
 		objs = append(objs, o)
 	}
 	return objs, out
@@ -76,17 +85,19 @@ func kinds(objs []object) []string {
 	return out
 }
 
+func podSpec(o object) map[string]any {
+	spec, _ := o.raw["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	pod, _ := tmpl["spec"].(map[string]any)
+	return pod
+}
+
 // containers returns every container and init container of a workload.
 func containers(o object) []map[string]any {
-	spec, _ := o.raw["spec"].(map[string]any)
-	if spec == nil {
+	pod := podSpec(o)
+	if pod == nil {
 		return nil
 	}
-	tmpl, _ := spec["template"].(map[string]any)
-	if tmpl == nil {
-		return nil
-	}
-	pod, _ := tmpl["spec"].(map[string]any)
 	var out []map[string]any
 	for _, key := range []string{"initContainers", "containers"} {
 		list, _ := pod[key].([]any)
@@ -133,6 +144,12 @@ func TestChartsRender(t *testing.T) {
 				t.Errorf("Template(%s) = %d objects %v, want %d", tt.chart, len(got), got, len(tt.want))
 			}
 			for _, o := range objs {
+				if pod := podSpec(o); pod != nil && tt.chart != "coredns" {
+					sc, _ := pod["securityContext"].(map[string]any)
+					if sc["runAsNonRoot"] != true || sc["runAsUser"] == nil {
+						t.Errorf("%s/%s pod securityContext = %v, want a non-root service user", o.Kind, o.Metadata.Name, sc)
+					}
+				}
 				for _, c := range containers(o) {
 					if c["imagePullPolicy"] != "Never" {
 						t.Errorf("%s/%s container %v imagePullPolicy = %v, want Never", o.Kind, o.Metadata.Name, c["name"], c["imagePullPolicy"])
@@ -301,4 +318,12 @@ func (m mergedFS) Open(name string) (fs.File, error) {
 		return f, nil
 	}
 	return m.base.Open(name)
+}
+
+// TestStrictDecoder guards the validation above: a misspelt field must be refused.
+func TestStrictDecoder(t *testing.T) {
+	doc := "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  clusterIp: 10.43.0.10\n"
+	if _, _, err := strictDecoder.Decode([]byte(doc), nil, nil); err == nil || !strings.Contains(err.Error(), "clusterIp") {
+		t.Fatalf("strict Decode(misspelt field) error = %v, want unknown field clusterIp", err)
+	}
 }

@@ -42,7 +42,8 @@ resources:
 
 {{/*
 Probes. (dict "http" (dict "path" "/v3" "port" 5000)) or (dict "tcp" 11211) or
-(dict "exec" (list "sh" "-c" "...")) plus optional "initialDelay". Readiness is quick,
+(dict "exec" (list "sh" "-c" "...")) plus optional "timeout" (seconds), "startupPeriod",
+"startupFailures", "readinessPeriod". Readiness is quick,
 liveness is patient (a busy service is not killed).
 */}}
 {{- define "osd-lib.probeAction" -}}
@@ -65,19 +66,19 @@ exec:
 {{- define "osd-lib.probes" -}}
 startupProbe:
   {{- include "osd-lib.probeAction" . | nindent 2 }}
-  periodSeconds: 2
+  periodSeconds: {{ .startupPeriod | default 2 }}
   failureThreshold: {{ .startupFailures | default 150 }}
-  timeoutSeconds: 5
+  timeoutSeconds: {{ .timeout | default 5 }}
 readinessProbe:
   {{- include "osd-lib.probeAction" . | nindent 2 }}
-  periodSeconds: 5
+  periodSeconds: {{ .readinessPeriod | default 5 }}
   failureThreshold: 3
-  timeoutSeconds: 5
+  timeoutSeconds: {{ .timeout | default 5 }}
 livenessProbe:
   {{- include "osd-lib.probeAction" . | nindent 2 }}
   periodSeconds: 30
   failureThreshold: 6
-  timeoutSeconds: 10
+  timeoutSeconds: {{ .timeout | default 10 }}
 {{- end -}}
 
 {{/*
@@ -91,4 +92,33 @@ Environment entries from Secrets: (list (dict "name" "DB_PASSWORD" "secret" "key
       name: {{ .secret }}
       key: {{ .key }}
 {{- end }}
+{{- end -}}
+
+{{/*
+Pod security context running as a service user: (dict "uid" 901) - uid doubles as gid and
+fsGroup, so Secret and emptyDir volumes are readable by the service and nobody else.
+*/}}
+{{- define "osd-lib.podSecurity" -}}
+securityContext:
+  runAsUser: {{ .uid }}
+  runAsGroup: {{ .uid }}
+  runAsNonRoot: true
+  fsGroup: {{ .uid }}
+{{- end -}}
+
+{{/*
+Init container giving a host directory to the service user: (dict "ctx" $ "image" "mariadb"
+"uid" 910 "volume" "data" "path" "/var/lib/mysql"). Runs as root; only chowns the top directory.
+*/}}
+{{- define "osd-lib.chownStep" -}}
+- name: chown-{{ .volume }}
+  image: {{ include "osd-lib.image" . }}
+  imagePullPolicy: Never
+  command: [chown, "{{ .uid }}:{{ .uid }}", {{ .path | quote }}]
+  securityContext:
+    runAsUser: 0
+    runAsNonRoot: false
+  volumeMounts:
+    - name: {{ .volume }}
+      mountPath: {{ .path }}
 {{- end -}}

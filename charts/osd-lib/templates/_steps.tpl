@@ -16,7 +16,7 @@ Common arguments (a dict):
 - name: config-templates
   secret:
     secretName: {{ .configSecret }}
-    defaultMode: 0400
+    defaultMode: 0440
 - name: config
   emptyDir:
     medium: Memory
@@ -31,7 +31,7 @@ Common arguments (a dict):
     - /bin/sh
     - -ec
     - |
-      umask 022
+      umask 027
       for f in /etc/osd/templates/*; do
         sed{{ range .secretEnv }} -e "s|@@{{ .name }}@@|${{ "{" }}{{ .name }}{{ "}" }}|g"{{ end }} "$f" > "/etc/osd/config/$(basename "$f")"
       done
@@ -178,7 +178,8 @@ corrected when their URL changed): (dict ... "user" "glance" "passwordSecret"
 
 {{/*
 A Job running steps in order: (dict "ctx" $ "name" "keystone-init" "steps" (include ... | fromYamlArray)
-"volumes" (list ...) "checksum" (include "osd-lib.configChecksum" ...)). The name carries a hash of the steps and the config checksum, so changed steps (new config,
+"volumes" (list ...) "checksum" (include "osd-lib.configChecksum" ...) and optionally
+"securityContext" (a pod security context)). The name carries a hash of the steps and the config checksum, so changed steps (new config,
 new image) run as a new Job instead of failing on the immutable pod template; the old Job
 leaves with the old release manifest. The last step is the main container.
 */}}
@@ -206,6 +207,10 @@ spec:
     spec:
       restartPolicy: Never
       enableServiceLinks: false
+      {{- with .securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- if gt (len $steps) 1 }}
       initContainers:
         {{- toYaml (initial $steps) | nindent 8 }}
