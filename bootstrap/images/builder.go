@@ -39,6 +39,30 @@ type Result struct {
 	Stored
 	Cached   bool
 	Duration time.Duration
+	// Steps is how long each step took (resolve, mmdebstrap or go-build,
+	// pack, store).
+	Steps []StepTime
+}
+
+// StepTime is the duration of one build step.
+type StepTime struct {
+	Step     string
+	Duration time.Duration
+}
+
+// stepClock records step durations.
+type stepClock struct {
+	steps []StepTime
+	last  time.Time
+}
+
+func newStepClock() *stepClock { return &stepClock{last: time.Now()} }
+
+// done closes the step that ran since the previous call.
+func (c *stepClock) done(step string) {
+	now := time.Now()
+	c.steps = append(c.steps, StepTime{Step: step, Duration: now.Sub(c.last)})
+	c.last = now
 }
 
 // Builder builds recipes into the image store under StateDir/images.
@@ -130,6 +154,7 @@ func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]st
 // the same cache key (then Cached is true and nothing is rebuilt).
 func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
 	start := time.Now()
+	clock := newStepClock()
 	if err := r.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -145,9 +170,10 @@ func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("build %s: %w", r.Name, err)
 	}
+	clock.done("resolve")
 	if _, st, err := store.Get(r.Name); err == nil && st.CacheKey == key && st.Ref == r.Ref {
 		b.emit(Event{Image: r.Name, Step: "done", Message: "cached"})
-		return Result{Stored: st, Cached: true, Duration: time.Since(start)}, nil
+		return Result{Stored: st, Cached: true, Duration: time.Since(start), Steps: clock.steps}, nil
 	} else if err != nil && !errors.Is(err, ErrNotStored) {
 		return Result{}, err
 	}
@@ -155,12 +181,13 @@ func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
 	switch r.Kind {
 	case KindPause:
 		img, err = PauseImage()
+		clock.done("pack")
 	case KindGo:
-		img, err = b.buildGo(ctx, r)
+		img, err = b.buildGo(ctx, r, clock)
 	case KindDebian:
 		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s-%d.layer.tar.gz", r.Name, time.Now().UnixNano()))
 		defer os.Remove(layerFile) // normally moved into the store by Put
-		img, err = b.buildDebian(ctx, r, len(vers), layerFile)
+		img, err = b.buildDebian(ctx, r, len(vers), layerFile, clock)
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("build %s: %w", r.Name, err)
@@ -170,14 +197,15 @@ func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Stored: st, Duration: time.Since(start)}
+	clock.done("store")
+	res := Result{Stored: st, Duration: time.Since(start), Steps: clock.steps}
 	b.emit(Event{Image: r.Name, Step: "done", Message: fmt.Sprintf("%s %.1f MB in %s", st.Digest, float64(st.Size)/1e6, res.Duration.Round(time.Millisecond))})
 	return res, nil
 }
 
 // buildDebian runs mmdebstrap into a work directory, adds the recipe's
 // files and packs the tree into a single-layer image.
-func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFile string) (v1.Image, error) {
+func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFile string, clock *stepClock) (v1.Image, error) {
 	work, err := os.MkdirTemp(filepath.Join(b.StateDir, "work"), r.Name+"-")
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Join(b.StateDir, "work"), 0o755); err == nil {
@@ -200,6 +228,7 @@ func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFil
 	if err := writeFiles(rootfs, r.Files); err != nil {
 		return nil, err
 	}
+	clock.done("mmdebstrap")
 	b.emit(Event{Image: r.Name, Step: "pack", Message: "packing root filesystem"})
 	layer, err := LayerFromDir(rootfs, DirOptions{
 		Exclude:          RootfsExcludes,
@@ -212,7 +241,9 @@ func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFil
 	if err != nil {
 		return nil, err
 	}
-	return ImageFromLayers([]v1.Layer{layer}, r.Config())
+	img, err := ImageFromLayers([]v1.Layer{layer}, r.Config())
+	clock.done("pack")
+	return img, err
 }
 
 // MmdebstrapArgs returns the mmdebstrap command line for a recipe (pure).

@@ -79,7 +79,7 @@ func TestBuildMinimalImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Build(%s) = %v", r.Name, err)
 	}
-	t.Logf("cold build: %s %s %.1f MB in %s", res.Ref, res.Digest, float64(res.Size)/1e6, res.Duration)
+	t.Logf("cold build: %s %s %.1f MB in %s, steps %v", res.Ref, res.Digest, float64(res.Size)/1e6, res.Duration, res.Steps)
 	if res.Cached {
 		t.Errorf("Build(%s) first build Cached = true, want false", r.Name)
 	}

@@ -65,7 +65,7 @@ func TestBuildCatalogImages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Build(%s) = %v", r.Name, err)
 			}
-			t.Logf("%s: %s %.1f MB cached=%v in %s", r.Name, res.Digest, float64(res.Size)/1e6, res.Cached, res.Duration.Round(time.Second))
+			t.Logf("%s: %s %.1f MB cached=%v in %s, steps %v", r.Name, res.Digest, float64(res.Size)/1e6, res.Cached, res.Duration.Round(time.Second), res.Steps)
 			store, _ := b.Store()
 			img, _, err := store.Get(r.Name)
 			if err != nil {

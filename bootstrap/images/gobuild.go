@@ -43,7 +43,7 @@ func goVersion(ctx context.Context) (string, error) {
 // buildGo builds a static binary with `go install module@version` (its own
 // module, so osd's go.mod is not involved; CGO_ENABLED=0, -trimpath, no
 // symbols) and packs it with the recipe's files.
-func (b *Builder) buildGo(ctx context.Context, r Recipe) (v1.Image, error) {
+func (b *Builder) buildGo(ctx context.Context, r Recipe, clock *stepClock) (v1.Image, error) {
 	tool, err := goTool()
 	if err != nil {
 		return nil, err
@@ -73,6 +73,9 @@ func (b *Builder) buildGo(ctx context.Context, r Recipe) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go install %s: %w", pkg, err)
 	}
+	clock.done("go-build")
 	files := append([]File{{Path: r.Go.Binary, Mode: 0o755, Data: bin, Xattrs: r.Go.Xattrs}}, r.Files...)
-	return ImageFromFiles(files, r.Config())
+	img, err := ImageFromFiles(files, r.Config())
+	clock.done("pack")
+	return img, err
 }
