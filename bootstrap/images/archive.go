@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -95,16 +96,28 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 	return nil
 }
 
-// fullRef returns the fully qualified form containerd uses
-// (docker.io/library/x:latest for x).
+// fullRef returns the fully qualified form containerd uses, following the
+// Docker rules: the first path component is a registry if it contains "."
+// or ":" or is "localhost"; otherwise the registry is docker.io (and a
+// single-component name gets library/); a missing tag is latest.
 func fullRef(r string) (string, error) {
-	tag, err := name.NewTag(r)
+	tag, err := name.NewTag(r) // syntax check
 	if err != nil {
 		return "", fmt.Errorf("reference %q: %w", r, err)
 	}
-	reg := tag.RegistryStr()
-	if reg == name.DefaultRegistry {
-		reg = "docker.io"
+	repo := r
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
 	}
-	return reg + "/" + tag.RepositoryStr() + ":" + tag.TagStr(), nil
+	domain, rest, found := strings.Cut(repo, "/")
+	if !found || (!strings.ContainsAny(domain, ".:") && domain != "localhost") {
+		domain, rest = "docker.io", repo
+		if !strings.Contains(rest, "/") {
+			rest = "library/" + rest
+		}
+	}
+	if domain == "index.docker.io" {
+		domain = "docker.io"
+	}
+	return domain + "/" + rest + ":" + tag.TagStr(), nil
 }

@@ -82,9 +82,10 @@ type Builder struct {
 	// Log receives the tools' output lines at debug level (default: discard).
 	Log *slog.Logger
 
-	once  sync.Once
-	store *Store
-	err   error
+	once      sync.Once
+	store     *Store
+	err       error
+	resolveMu sync.Mutex // one apt-get at a time on the shared lists
 }
 
 // Store returns the builder's image store.
@@ -130,7 +131,10 @@ func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]st
 			maxAge = time.Hour
 		}
 		res := aptResolver{dir: filepath.Join(b.StateDir, "apt", r.Suite), sources: srcs, maxAge: maxAge}
-		if vers, err = res.resolve(ctx, r.Variant, r.Packages); err != nil {
+		b.resolveMu.Lock()
+		vers, err = res.resolve(ctx, r.Variant, r.Packages)
+		b.resolveMu.Unlock()
+		if err != nil {
 			return "", nil, err
 		}
 		for _, s := range srcs {

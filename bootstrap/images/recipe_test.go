@@ -212,3 +212,21 @@ func TestPruneDebCache(t *testing.T) {
 		t.Errorf("pruneDebCache() left %v, want %v", got, want)
 	}
 }
+
+func TestFullRef(t *testing.T) {
+	tests := map[string]string{
+		PauseRef:                     "docker.io/rancher/mirrored-pause:3.6",
+		"rancher/mirrored-pause:3.6": "docker.io/rancher/mirrored-pause:3.6",
+		"busybox":                    "docker.io/library/busybox:latest",
+		"localhost/osd/openstack:2023.1-bookworm": "localhost/osd/openstack:2023.1-bookworm",
+		"registry.local:5000/a/b:c":               "registry.local:5000/a/b:c",
+	}
+	for in, want := range tests {
+		if got, err := fullRef(in); err != nil || got != want {
+			t.Errorf("fullRef(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := fullRef("UPPER/case"); err == nil {
+		t.Errorf("fullRef(UPPER/case) = nil error, want an error")
+	}
+}

@@ -140,6 +140,18 @@ func TestImport(t *testing.T) {
 	if len(imgs) != 1 || imgs[0].Name != "localhost/osd/hello:1" {
 		t.Fatalf("docker-save import created %v, want [localhost/osd/hello:1]", names)
 	}
+	// A localhost reference through Import (OCI archive) keeps its name
+	// and the store's manifest digest.
+	if err := Import(ctx, sock, other, "localhost/osd/hello-oci:1"); err != nil {
+		t.Fatalf("Import(localhost/osd/hello-oci:1) = %v", err)
+	}
+	oci, err := c.GetImage(nctx, "localhost/osd/hello-oci:1")
+	if err != nil {
+		t.Fatalf("GetImage(localhost/osd/hello-oci:1) = %v", err)
+	}
+	if od, _ := other.Digest(); oci.Target().Digest.String() != od.String() {
+		t.Errorf("hello-oci digest = %s, want %s", oci.Target().Digest, od)
+	}
 	cfgWant, _ := other.ConfigName()
 	cfgGot, err := containerd.NewImage(c, imgs[0]).Config(nctx)
 	if err != nil || cfgGot.Digest.String() != cfgWant.String() {
