@@ -84,6 +84,9 @@ type dirPacker struct {
 	links   map[fileID]string
 	entries int
 	bytes   int64
+	// include, if set, decides whether an entry goes into the layer (a
+	// skipped directory's children are still visited).
+	include func(rel string) (bool, error)
 }
 
 func (p *dirPacker) excluded(rel string) bool {
@@ -113,6 +116,15 @@ func (p *dirPacker) pack(tw *tar.Writer) error {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if p.include != nil {
+			ok, err := p.include(rel)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			if !ok {
+				return nil
+			}
 		}
 		if err := p.entry(tw, full, rel); err != nil {
 			return fmt.Errorf("%s: %w", rel, err)

@@ -165,18 +165,6 @@ func TestLayerFromDir(t *testing.T) {
 	}
 }
 
-func sameMap(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // readLayerAll is readLayer without the epoch check, returning mtimes.
 func readLayerAll(t *testing.T, l v1.Layer) (map[string]tarEntry, []string) {
 	t.Helper()
