@@ -20,9 +20,14 @@ import (
 // Namespace is the containerd namespace the kubelet's CRI uses.
 const Namespace = "k8s.io"
 
+// PinnedLabel marks images the kubelet's image garbage collection must keep
+// (the CRI plugin reports them as pinned), as k3s does for preloaded images.
+const PinnedLabel = "io.cri-containerd.pinned"
+
 // Import streams img as an OCI archive (so containerd keeps its manifest
 // digest) into the containerd at socket under ref (namespace k8s.io) and
-// unpacks it into the namespace's default snapshotter.
+// unpacks it into the namespace's default snapshotter. The image is labeled
+// pinned so the kubelet's image GC keeps it.
 func Import(ctx context.Context, socket string, img v1.Image, ref string) error {
 	return ImportMany(ctx, socket, map[string]v1.Image{ref: img})
 }
@@ -37,7 +42,7 @@ func ImportMany(ctx context.Context, socket string, refs map[string]v1.Image) er
 	ctx = namespaces.WithNamespace(ctx, Namespace)
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(images.WriteOCIArchive(pw, refs)) }()
-	imgs, err := c.Import(ctx, pr, containerd.WithAllPlatforms(true))
+	imgs, err := c.Import(ctx, pr, containerd.WithAllPlatforms(true), containerd.WithImageLabels(map[string]string{PinnedLabel: "pinned"}))
 	pr.CloseWithError(io.ErrClosedPipe) // stop the writer if Import gave up early
 	if err != nil {
 		return fmt.Errorf("import images into containerd: %w", err)

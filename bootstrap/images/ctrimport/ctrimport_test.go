@@ -110,6 +110,9 @@ func TestImport(t *testing.T) {
 	if got := img.Target().Digest.String(); got != want.String() {
 		t.Errorf("containerd pause digest = %s, want %s (same as the store)", got, want)
 	}
+	if l := img.Labels()[PinnedLabel]; l != "pinned" {
+		t.Errorf("pause label %s = %q, want pinned", PinnedLabel, l)
+	}
 	if ok, err := img.IsUnpacked(nctx, ""); err != nil || !ok {
 		t.Errorf("pause IsUnpacked = %v, %v; want true", ok, err)
 	}
