@@ -1,10 +1,28 @@
 // Package images owns every container image osd runs: the image recipes
-// (Debian packages, users, files, entrypoint), the mmdebstrap driver that
-// builds a root filesystem from the host's Debian mirror, the in-process OCI
-// packing (go-containerregistry, no Docker engine), the build cache keyed by
-// recipe and resolved package versions, the docker-save archives the embedded
-// k3s imports at start, and the airgap bundle that moves images between hosts.
+// (Debian packages, fixed service users, debconf answers, files,
+// entrypoint), the mmdebstrap driver that builds a root filesystem from the
+// host's Debian mirror, the in-process OCI packing (go-containerregistry, no
+// Docker engine), the build cache keyed by recipe and resolved package
+// versions, the archives the embedded k3s imports at start, and the airgap
+// bundle that moves images between hosts.
 //
 // It also generates the pause image k3s needs from a hand-assembled static
 // x86-64 executable (see PauseBinary), so no toolchain or registry is needed.
+//
+// Wiring, in short:
+//
+//	b := &images.Builder{StateDir: dir, Progress: fn}
+//	b.BuildAll(ctx)                          // osd images build [NAME...]
+//	b.List()                                 // osd images list
+//	store, _ := b.Store()
+//	images.ExportBundleFile(file, store)     // osd images export FILE
+//	b.Import(file)                           // osd images import FILE
+//	b.WriteContainerdArchive(k3sDataDir+"/agent/images/osd.tar") // before k3s starts
+//
+// The pause image alone (needed before anything is built):
+//
+//	pause, _ := images.PauseImage()
+//	images.WriteArchiveFile(path, map[string]v1.Image{images.PauseRef: pause})
+//
+// Package ctrimport loads images into a running containerd instead.
 package images
