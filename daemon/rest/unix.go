@@ -117,11 +117,26 @@ const (
 	shutdownGrace     = 10 * time.Second
 )
 
-// Serve serves h on l until ctx ends, then shuts down gracefully (in-flight requests get
-// a grace period, then connections are closed). It returns nil after a clean shutdown.
+type stoppingKey struct{}
+
+// Stopping returns a channel closed when the server handling the request (whose context
+// is ctx) begins to shut down. Streaming handlers select on it to end promptly; ordinary
+// requests are left to finish. It returns nil (never ready) outside Serve.
+func Stopping(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(stoppingKey{}).(<-chan struct{})
+	return ch
+}
+
+// Serve serves h on l until ctx ends, then shuts down gracefully: it closes Stopping for
+// streams, lets in-flight requests finish for a grace period, then closes connections.
+// Request contexts keep ctx's values but are not cancelled by it. It returns nil after a
+// clean shutdown.
 func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
+	stopping := make(chan struct{})
+	base := context.WithValue(context.WithoutCancel(ctx), stoppingKey{}, (<-chan struct{})(stopping))
 	srv := &http.Server{
 		Handler:           h,
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    1 << 20,
@@ -134,6 +149,7 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 		return fmt.Errorf("serve %s: %w", l.Addr(), err)
 	case <-ctx.Done():
 	}
+	close(stopping)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -164,5 +165,82 @@ func TestCloseKeepsSuccessorSocket(t *testing.T) {
 	l1.Close()
 	if _, err := os.Lstat(path); err != nil {
 		t.Errorf("after closing the old listener, stat(successor socket) = %v, want it kept", err)
+	}
+}
+
+// A stream that watches Stopping ends as soon as the server stops, so Serve returns
+// without waiting for the grace period; an ordinary in-flight request still completes.
+func TestServeEndsStreamsAndDrainsRequests(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "unix.socket")
+	l, err := ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streaming := make(chan struct{})
+	slowStarted := make(chan struct{})
+	h := NewRouter([]Endpoint{
+		{Path: "events", Get: Action{Handler: func(r *http.Request) Response {
+			return ManualResponse(func(w http.ResponseWriter) error {
+				w.WriteHeader(200)
+				w.(http.Flusher).Flush()
+				close(streaming)
+				select {
+				case <-Stopping(r.Context()):
+				case <-r.Context().Done():
+				}
+				_, err := io.WriteString(w, "bye\n")
+				return err
+			})
+		}}},
+		{Path: "slow", Get: Action{Handler: func(r *http.Request) Response {
+			close(slowStarted)
+			time.Sleep(300 * time.Millisecond)
+			return SyncResponse("done")
+		}}},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, l, h) }()
+	wait := sync.OnceValue(func() error { return <-done })
+	t.Cleanup(func() { cancel(); wait() })
+
+	c := unixClient(path)
+	stream, err := c.Get("http://osd/1.0/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	<-streaming
+	slow := make(chan string, 1)
+	go func() {
+		resp, err := c.Get("http://osd/1.0/slow")
+		if err != nil {
+			slow <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		slow <- string(b)
+	}()
+	<-slowStarted
+
+	start := time.Now()
+	cancel()
+	served := make(chan error, 1)
+	go func() { served <- wait() }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve() = %v, want nil", err)
+		}
+	case <-time.After(shutdownGrace / 2):
+		t.Fatal("Serve still running: the stream did not end on Stopping")
+	}
+	t.Logf("shutdown with an open stream took %v", time.Since(start))
+	if b, _ := io.ReadAll(stream.Body); string(b) != "bye\n" {
+		t.Errorf("stream tail = %q, want bye", b)
+	}
+	if got := <-slow; !strings.Contains(got, `"metadata":"done"`) {
+		t.Errorf("in-flight request during shutdown = %q, want it completed", got)
 	}
 }
