@@ -16,12 +16,10 @@ type update func(ctx context.Context, tx *sql.Tx) error
 // SchemaVersion returns the version the database is at (the number of updates applied).
 func (d *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		v, err = schemaVersion(ctx, tx)
-		return err
-	})
-	return v, err
+	if err := d.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
 }
 
 // LatestSchemaVersion is the schema version this binary writes.

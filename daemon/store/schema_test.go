@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -108,7 +109,8 @@ func TestOpenTightensLooseMode(t *testing.T) {
 }
 
 func TestPathWithURICharacters(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "we?ird#dir%20", "osd.db")
+	root := t.TempDir()
+	path := filepath.Join(root, "we?ird#dir%20", "osd.db")
 	d, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("Open(%q) = %v, want nil", path, err)
@@ -117,8 +119,22 @@ func TestPathWithURICharacters(t *testing.T) {
 	if err := d.SetConfig(context.Background(), "a", "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path); err != nil {
-		t.Errorf("stat(%q) = %v, want the database at exactly that path", path, err)
+	d.Close()
+	// The data went into that exact file (closing checkpoints the WAL into it), and no
+	// other file was created anywhere under the test directory.
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(b, []byte("SQLite format 3\x00")) || !bytes.Contains(b, []byte("CREATE TABLE config")) {
+		t.Errorf("content of %q = %d bytes, %v, want an SQLite database with the schema", path, len(b), err)
+	}
+	var files []string
+	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) != 1 || files[0] != path {
+		t.Errorf("files under the test directory = %q, want only %q", files, path)
 	}
 }
 
