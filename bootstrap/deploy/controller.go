@@ -47,6 +47,7 @@ type Controller struct {
 
 	mu     sync.Mutex
 	loaded map[string]loadedChart
+	retry  map[string]bool // releases to re-apply once although their values did not change
 }
 
 type loadedChart struct {
@@ -256,6 +257,11 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		observed[name] = childFromRelease(rel)
+		if c.retry[name] {
+			cs := observed[name]
+			cs.ValuesHash = "" // re-apply: recreates the Jobs RetryFailed deleted
+			observed[name] = cs
+		}
 	}
 	health, ready, err := c.observeHealth(ctx, cat, desired)
 	if err != nil {
@@ -284,6 +290,7 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 			continue
 		}
 		c.log().Info("helm release applied", "service", a.Service, "op", a.Op, "revision", rel.Revision, "elapsed", time.Since(start).Round(time.Millisecond))
+		delete(c.retry, a.Service)
 		observed[a.Service] = childFromRelease(rel)
 		ready[a.Service] = false // its objects were just (re)submitted
 		done = append(done, a)
@@ -420,6 +427,54 @@ func statusEqual(a, b DeploymentStatus) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// RetryFailed deletes the failed Jobs of the deployment's releases (a Job that reached its
+// backoff limit never runs again by itself) and has the next Reconcile re-apply those
+// releases, which recreates the Jobs. osd init calls it before converging, so re-running
+// init after fixing a cause retries. It returns the Jobs it deleted.
+func (c *Controller) RetryFailed(ctx context.Context) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cat := c.catalog()
+	var deleted []string
+	for _, ns := range namespacesOf(cat) {
+		jobs, err := c.Kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return deleted, fmt.Errorf("list jobs in %s: %w", ns, err)
+		}
+		for _, j := range jobs.Items {
+			rel := j.Annotations[annoReleaseName]
+			svc, ok := cat.Service(rel)
+			if !ok || svc.Namespace != ns || j.Annotations[annoReleaseNamespace] != ns || !JobHealth(&j, nil, nil).Failed {
+				continue
+			}
+			bg := metav1.DeletePropagationBackground
+			err := c.Kube.BatchV1().Jobs(ns).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return deleted, fmt.Errorf("delete failed job %s/%s: %w", ns, j.Name, err)
+			}
+			if c.retry == nil {
+				c.retry = map[string]bool{}
+			}
+			c.retry[rel] = true
+			deleted = append(deleted, ns+"/"+j.Name)
+		}
+	}
+	return deleted, nil
+}
+
+func namespacesOf(cat Catalog) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range cat.Services {
+		if !seen[s.Namespace] {
+			seen[s.Namespace] = true
+			out = append(out, s.Namespace)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // UntilReady reconciles until the deployment is Ready or ctx ends, calling progress after

@@ -262,6 +262,24 @@ func TestControllerReportsFailures(t *testing.T) {
 	if h := res.Status.Health["Job/osd-test/db-init-1"]; !h.Failed || h.Ready != 0 || h.Desired != 1 {
 		t.Fatalf("health[job] = %+v, want failed 0/1", h)
 	}
+	// Same values: no retry by itself.
+	if res, _ = e.c.Reconcile(ctx); len(res.Actions) != 0 {
+		t.Fatalf("Reconcile() with a failed job = %q, want no action", actionsOf(res))
+	}
+	// RetryFailed deletes the failed Job and the next pass re-applies db (once).
+	deleted, err := e.c.RetryFailed(ctx)
+	if err != nil || strings.Join(deleted, ",") != "osd-test/db-init-1" {
+		t.Fatalf("RetryFailed() = %v, %v, want osd-test/db-init-1", deleted, err)
+	}
+	if _, err := e.kube.BatchV1().Jobs("osd-test").Get(ctx, "db-init-1", metav1.GetOptions{}); err == nil {
+		t.Fatalf("RetryFailed() left the failed job")
+	}
+	if res, _ = e.c.Reconcile(ctx); actionsOf(res) != "upgrade db" || e.revision(t, "db") != 2 {
+		t.Fatalf("Reconcile() after RetryFailed = %q (rev %d), want upgrade db to revision 2", actionsOf(res), e.revision(t, "db"))
+	}
+	if res, _ = e.c.Reconcile(ctx); len(res.Actions) != 0 {
+		t.Fatalf("Reconcile() after the retry = %q, want no action", actionsOf(res))
+	}
 }
 
 func TestControllerRetriesInterruptedRelease(t *testing.T) {
