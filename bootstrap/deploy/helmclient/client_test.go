@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	kubefakeclient "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 )
 
@@ -183,5 +184,32 @@ func TestTemplate(t *testing.T) {
 	}
 	if !strings.Contains(out, "replicas: 3") || !strings.Contains(out, "kind: ConfigMap") {
 		t.Fatalf("Template() = %q, want replicas 3 and a ConfigMap", out)
+	}
+}
+
+// TestValuesHashSurvivesSecretStorage stores a release with Helm's Secret driver (JSON,
+// gzip, base64 in a Secret; client-go's fake clientset holds the Secret since no API server
+// runs in go test) and reads it back through a new Client: the values hash must be the one
+// computed before storage, whatever Go types the values had, or every re-run would upgrade.
+func TestValuesHashSurvivesSecretStorage(t *testing.T) {
+	store := kubefakeclient.NewSimpleClientset()
+	newCfg := func(ns string) (*action.Configuration, error) {
+		return &action.Configuration{
+			Releases:     storage.Init(driver.NewSecrets(store.CoreV1().Secrets(ns))),
+			KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
+			Capabilities: chartutil.DefaultCapabilities,
+			Log:          func(string, ...any) {},
+		}, nil
+	}
+	vals := map[string]any{"replicas": 1, "ratio": 0.2, "big": int64(1) << 40, "gone": nil,
+		"nested": map[string]any{"list": []any{"a", 2, true}, "s": "x"}}
+	want, _ := hashJSON(vals)
+	ch, _, _ := LoadChart(testFS, "app")
+	if _, err := NewWithConfigs(newCfg, hashJSON).Apply(context.Background(), ch, "ns1", "web", vals); err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewWithConfigs(newCfg, hashJSON).Get("ns1", "web")
+	if err != nil || got.ValuesHash != want {
+		t.Fatalf("Get() after Secret storage hash = %q, %v, want %q", got.ValuesHash, err, want)
 	}
 }
