@@ -97,6 +97,36 @@ func TestBuildCatalogImages(t *testing.T) {
 			}
 		})
 	}
+	if t.Failed() {
+		return
+	}
+	// Airgap bundle of everything built, imported into a fresh state dir.
+	store, _ := b.Store()
+	want, _ := store.List()
+	path := filepath.Join(t.TempDir(), "osd-images.bundle")
+	t0 := time.Now()
+	if _, err := ExportBundleFile(path, store); err != nil {
+		t.Fatalf("ExportBundleFile() = %v", err)
+	}
+	exportT := time.Since(t0)
+	fresh := &Builder{StateDir: t.TempDir()}
+	t1 := time.Now()
+	if _, err := fresh.Import(path); err != nil {
+		t.Fatalf("Import() = %v", err)
+	}
+	importT := time.Since(t1)
+	st, _ := os.Stat(path)
+	t.Logf("bundle of %d images: %.1f MB, export %s, import (verify+commit) %s", len(want), float64(st.Size())/1e6, exportT.Round(time.Millisecond), importT.Round(time.Millisecond))
+	fs, _ := fresh.Store()
+	got, _ := fs.List()
+	if len(got) != len(want) {
+		t.Fatalf("imported %d images, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("imported %+v, want %+v", got[i], want[i])
+		}
+	}
 }
 
 // layerIndex maps every path of the image's layers to its header.
