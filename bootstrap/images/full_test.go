@@ -102,7 +102,7 @@ func TestBuildCatalogImages(t *testing.T) {
 	}
 	// Airgap bundle of everything built, imported into a fresh state dir.
 	store, _ := b.Store()
-	want, _ := store.List()
+	stored, _ := store.List()
 	path := filepath.Join(t.TempDir(), "osd-images.bundle")
 	t0 := time.Now()
 	if _, err := ExportBundleFile(path, store); err != nil {
@@ -116,15 +116,15 @@ func TestBuildCatalogImages(t *testing.T) {
 	}
 	importT := time.Since(t1)
 	st, _ := os.Stat(path)
-	t.Logf("bundle of %d images: %.1f MB, export %s, import (verify+commit) %s", len(want), float64(st.Size())/1e6, exportT.Round(time.Millisecond), importT.Round(time.Millisecond))
+	t.Logf("bundle of %d images: %.1f MB, export %s, import (verify+commit) %s", len(stored), float64(st.Size())/1e6, exportT.Round(time.Millisecond), importT.Round(time.Millisecond))
 	fs, _ := fresh.Store()
 	got, _ := fs.List()
-	if len(got) != len(want) {
-		t.Fatalf("imported %d images, want %d", len(got), len(want))
+	if len(got) != len(stored) {
+		t.Fatalf("imported %d images, want %d", len(got), len(stored))
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("imported %+v, want %+v", got[i], want[i])
+	for i := range stored {
+		if got[i] != stored[i] {
+			t.Errorf("imported %+v, want %+v", got[i], stored[i])
 		}
 	}
 }
