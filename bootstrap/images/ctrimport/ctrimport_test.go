@@ -19,7 +19,9 @@ import (
 // startContainerd runs the host's containerd (Debian package containerd)
 // with a private root, state and socket, and stops it at cleanup. The
 // embedded k3s containerd is the production target; this is the same API.
-func startContainerd(t *testing.T) string {
+func startContainerd(t *testing.T) string { return startContainerdB(t) }
+
+func startContainerdB(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("containerd")
 	if err != nil {
