@@ -48,6 +48,24 @@ type Controller struct {
 	mu     sync.Mutex
 	loaded map[string]loadedChart
 	retry  map[string]bool // releases to re-apply once although their values did not change
+	failed map[string]backoff
+	now    func() time.Time // tests
+}
+
+// backoff spaces out retries of a Helm action that keeps failing (10 s doubling to 5 min),
+// so a broken chart does not pile up a revision every pass.
+type backoff struct {
+	count int
+	next  time.Time
+	err   string
+}
+
+func (b backoff) after(now time.Time) backoff {
+	d := 10 * time.Second << min(b.count, 5)
+	if d > 5*time.Minute {
+		d = 5 * time.Minute
+	}
+	return backoff{count: b.count + 1, next: now.Add(d)}
 }
 
 type loadedChart struct {
@@ -274,14 +292,28 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	var done []Action
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
 	for _, a := range plan {
 		if _, bad := problems[a.Service]; bad {
+			continue
+		}
+		if b, ok := c.failed[a.Service]; ok && now().Before(b.next) {
+			problems[a.Service] = fmt.Sprintf("%s (retry in %s)", b.err, b.next.Sub(now()).Round(time.Second))
 			continue
 		}
 		w := wants[a.Service]
 		start := time.Now()
 		rel, err := c.Helm.Apply(ctx, w.lc.chart, a.Namespace, a.Service, w.vals)
 		if err != nil {
+			if c.failed == nil {
+				c.failed = map[string]backoff{}
+			}
+			b := c.failed[a.Service].after(now())
+			b.err = err.Error()
+			c.failed[a.Service] = b
 			problems[a.Service] = err.Error()
 			c.log().Warn("helm action failed", "service", a.Service, "op", a.Op, "err", err)
 			if r, gerr := c.Helm.Get(a.Namespace, a.Service); gerr == nil {
@@ -291,6 +323,7 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		}
 		c.log().Info("helm release applied", "service", a.Service, "op", a.Op, "revision", rel.Revision, "elapsed", time.Since(start).Round(time.Millisecond))
 		delete(c.retry, a.Service)
+		delete(c.failed, a.Service)
 		observed[a.Service] = childFromRelease(rel)
 		ready[a.Service] = false // its objects were just (re)submitted
 		done = append(done, a)

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/storage"
@@ -315,4 +317,57 @@ func TestControllerNoDeployment(t *testing.T) {
 	if _, err := e.c.Reconcile(context.Background()); err == nil || !strings.Contains(err.Error(), ErrNoDeployment.Error()) {
 		t.Fatalf("Reconcile(absent) error = %v, want ErrNoDeployment", err)
 	}
+}
+
+// brokenCharts has a chart that fails to render.
+var brokenCharts = fstest.MapFS{
+	"db/Chart.yaml":            {Data: []byte("apiVersion: v2\nname: db\nversion: 0.1.0\n")},
+	"db/templates/broken.yaml": {Data: []byte("{{ fail \"boom\" }}\n")},
+	"cache/Chart.yaml":         {Data: []byte("apiVersion: v2\nname: cache\nversion: 0.1.0\n")},
+	"cache/templates/e.yaml":   {Data: []byte("# nothing\n")},
+	"api/Chart.yaml":           {Data: []byte("apiVersion: v2\nname: api\nversion: 0.1.0\n")},
+	"api/templates/e.yaml":     {Data: []byte("# nothing\n")},
+}
+
+func TestControllerBacksOffFailingHelmAction(t *testing.T) {
+	ctx := context.Background()
+	e := newCtrlEnv(t, DeploymentSpec{Images: map[string]string{"db": "x"}})
+	e.c.Charts = brokenCharts
+	clock := time.Unix(1e9, 0)
+	e.c.now = func() time.Time { return clock }
+	counter := &countingReleases{Releases: e.c.Helm, calls: map[string]int{}}
+	e.c.Helm = counter
+	attempts := func() int { return counter.calls["db"] }
+	res, _ := e.c.Reconcile(ctx)
+	st := res.Status.Children["db"]
+	if st.State != StateFailed || !strings.Contains(st.Message, "helm install db") || !strings.Contains(st.Message, "boom") {
+		t.Fatalf("children[db] = %+v, want failed helm install", st)
+	}
+	first := attempts()
+	for i := 0; i < 3; i++ {
+		res, _ = e.c.Reconcile(ctx)
+	}
+	if attempts() != first || !strings.Contains(res.Status.Children["db"].Message, "retry in 10s") {
+		t.Fatalf("attempts = %d (was %d), message %q: want no new attempt within the backoff", attempts(), first, res.Status.Children["db"].Message)
+	}
+	clock = clock.Add(11 * time.Second)
+	if _, err := e.c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if attempts() != first+1 {
+		t.Fatalf("attempts after the backoff = %d, want %d", attempts(), first+1)
+	}
+	if b := e.c.failed["db"]; b.next.Sub(clock) != 20*time.Second {
+		t.Fatalf("next backoff = %s, want 20s", b.next.Sub(clock))
+	}
+}
+
+type countingReleases struct {
+	Releases
+	calls map[string]int
+}
+
+func (c *countingReleases) Apply(ctx context.Context, ch *chart.Chart, ns, name string, values map[string]any) (helmclient.Release, error) {
+	c.calls[name]++
+	return c.Releases.Apply(ctx, ch, ns, name, values)
 }
