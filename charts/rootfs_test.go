@@ -1,6 +1,8 @@
 package charts
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,10 +103,23 @@ func TestChartsInDebianRootfs(t *testing.T) {
 		write(file, data.(string))
 	}
 
+	// The clouds.yaml the daemon hands over (deploy.AdminCredentials), pointed at the API.
+	pw := make([]byte, 32)
+	if _, err := rand.Read(pw); err != nil {
+		t.Fatal(err)
+	}
+	adminPW := hex.EncodeToString(pw)
+	clouds, err := deploy.AdminCredentials{AuthURL: "http://127.0.0.1:5000/v3", Password: adminPW, Region: "RegionOne"}.CloudsYAML("osd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("clouds.yaml", string(clouds))
+
 	scratch := t.TempDir()
 	script0, _ := filepath.Abs("testdata/check-in-rootfs.sh")
 	start := time.Now()
 	c := exec.Command("unshare", "-n", "-m", "-p", "-f", "--mount-proc", "bash", script0, rootfs, out, scratch)
+	c.Env = append(os.Environ(), "ADMINPW="+adminPW)
 	b, err := c.CombinedOutput()
 	t.Logf("check-in-rootfs.sh (%s):\n%s", time.Since(start).Round(time.Second), b)
 	if err != nil || !strings.Contains(string(b), "ALL OK") {

@@ -21,7 +21,8 @@ chroot $R chown mysql:mysql /var/lib/mysql /run/mysqld
 chroot $R chown rabbitmq:rabbitmq /var/lib/rabbitmq
 echo "127.0.0.1 mariadb mariadb.openstack.svc memcached.openstack.svc keystone-api.openstack.svc keystone-api" >> $R/etc/hosts
 hex() { head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
-ROOTPW=$(hex) DBPW=$(hex) ADMINPW=$(hex) RABBITPW=$(hex) COOKIE=$(hex)
+ROOTPW=$(hex) DBPW=$(hex) RABBITPW=$(hex) COOKIE=$(hex)
+ADMINPW=${ADMINPW:-$(hex)}
 now() { date +%s.%N; }
 since() { awk "BEGIN{printf \"%.1f\", $(now) - $1}"; }
 as() { local u=$1; shift; chroot --userspec=$u:$u $R env HOME=/var/lib/$u "$@"; }
@@ -73,6 +74,13 @@ export OS_AUTH_URL=http://127.0.0.1:5000/v3 OS_USERNAME=admin OS_PASSWORD=$ADMIN
   OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default OS_IDENTITY_API_VERSION=3
 chroot $R openstack token issue -f value -c id >/dev/null || { tail -30 $S/uwsgi.log; echo "FAIL: openstack token issue"; exit 1; }
 echo "openstack token issue: ok"
+if [ -f $O/clouds.yaml ]; then
+  cp $O/clouds.yaml $R/tmp/clouds.yaml
+  env -u OS_AUTH_URL -u OS_USERNAME -u OS_PASSWORD -u OS_PROJECT_NAME -u OS_USER_DOMAIN_NAME -u OS_PROJECT_DOMAIN_NAME \
+    OS_CLIENT_CONFIG_FILE=/tmp/clouds.yaml OS_CLOUD=osd chroot $R openstack token issue -f value -c id >/dev/null \
+    || { echo "FAIL: token issue with clouds.yaml"; exit 1; }
+  echo "openstack token issue with osd's clouds.yaml: ok"
+fi
 chroot $R openstack --os-interface internal endpoint list -f value -c Interface -c URL | sort
 chroot $R python3 - <<'PY'
 import json, os, time, urllib.request
