@@ -1,10 +1,15 @@
 package deploy
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestCRDManifest(t *testing.T) {
@@ -62,5 +67,33 @@ func TestUnstructuredRoundTrip(t *testing.T) {
 	back.TypeMeta = dep.TypeMeta
 	if !reflect.DeepEqual(back, dep) {
 		t.Fatalf("FromUnstructured(ToUnstructured(d)) = %+v, want %+v", back, dep)
+	}
+}
+
+// TestEnsureCRD uses the apiextensions fake clientset (no API server runs in go test); a
+// reactor plays the API server's part of marking the CRD Established.
+func TestEnsureCRD(t *testing.T) {
+	ctx := context.Background()
+	client := apiextfake.NewSimpleClientset()
+	client.PrependReactor("create", "customresourcedefinitions", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		crd := a.(k8stesting.CreateAction).GetObject().(*apiextensionsv1.CustomResourceDefinition)
+		crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
+		return false, nil, nil
+	})
+	if err := EnsureCRD(ctx, client); err != nil {
+		t.Fatalf("EnsureCRD() error = %v", err)
+	}
+	// Second call updates the existing CRD to the embedded spec.
+	crd, _ := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, Resource+"."+Group, metav1.GetOptions{})
+	crd.Spec.Names.ShortNames = []string{"changed"}
+	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureCRD(ctx, client); err != nil {
+		t.Fatalf("EnsureCRD() again error = %v", err)
+	}
+	crd, _ = client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, Resource+"."+Group, metav1.GetOptions{})
+	if !reflect.DeepEqual(crd.Spec.Names.ShortNames, []string{"osdep"}) {
+		t.Fatalf("EnsureCRD() left short names %v, want [osdep]", crd.Spec.Names.ShortNames)
 	}
 }
