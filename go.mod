@@ -4,6 +4,7 @@ go 1.24.5
 
 require (
 	github.com/containerd/containerd/v2 v2.1.4
+	github.com/containerd/errdefs v1.0.0
 	github.com/digitalocean/go-libvirt v0.0.0-20250616175656-5843751af96c
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-containerregistry v0.20.2
@@ -12,13 +13,19 @@ require (
 	github.com/k3s-io/k3s v1.33.0-rc1.0.20250905195603-857412ae5891
 	github.com/mattn/go-sqlite3 v1.14.32
 	github.com/ovn-org/libovsdb v0.7.0
+	github.com/rancher/wrangler/v3 v3.2.3
+	github.com/spf13/cobra v1.10.1
+	github.com/urfave/cli/v2 v2.27.7
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/sys v0.35.0
 	helm.sh/helm/v3 v3.19.0
+	k8s.io/api v0.34.0
 	k8s.io/apimachinery v0.34.0
+	k8s.io/client-go v11.0.1-0.20190409021438-1a26190bd76a+incompatible
 	libvirt.org/go/libvirtxml v1.12002.0
 	sigs.k8s.io/cri-tools v0.0.0-00010101000000-000000000000
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -68,7 +75,6 @@ require (
 	github.com/containerd/containerd v1.7.28 // indirect
 	github.com/containerd/containerd/api v1.9.0 // indirect
 	github.com/containerd/continuity v0.4.5 // indirect
-	github.com/containerd/errdefs v1.0.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/containerd/fifo v1.1.0 // indirect
 	github.com/containerd/fuse-overlayfs-snapshotter/v2 v2.1.6 // indirect
@@ -343,7 +349,6 @@ require (
 	github.com/rancher/permissions v0.0.0-20240523180510-4001d3d637f7 // indirect
 	github.com/rancher/remotedialer v0.5.1-0.20250827012652-e6b68fd83a6b // indirect
 	github.com/rancher/wharfie v0.7.0 // indirect
-	github.com/rancher/wrangler/v3 v3.2.3 // indirect
 	github.com/raulk/go-watchdog v1.3.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
@@ -362,7 +367,6 @@ require (
 	github.com/spegel-org/spegel v1.0.18 // indirect
 	github.com/spf13/afero v1.14.0 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
-	github.com/spf13/cobra v1.10.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/stefanberger/go-pkcs11uri v0.0.0-20230803200340-78284954bff6 // indirect
 	github.com/stoewer/go-strcase v1.3.1 // indirect
@@ -373,7 +377,6 @@ require (
 	github.com/tchap/go-patricia/v2 v2.3.2 // indirect
 	github.com/tidwall/btree v1.8.1 // indirect
 	github.com/tmc/grpc-websocket-proxy v0.0.0-20220101234140-673ab2c3ae75 // indirect
-	github.com/urfave/cli/v2 v2.27.7 // indirect
 	github.com/vbatts/tar-split v0.12.1 // indirect
 	github.com/whyrusleeping/go-keyspace v0.0.0-20160322163242-5b898ac5add1 // indirect
 	github.com/wk8/go-ordered-map/v2 v2.1.8 // indirect
@@ -434,11 +437,9 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.34.0 // indirect
 	k8s.io/apiextensions-apiserver v0.34.0 // indirect
 	k8s.io/apiserver v0.34.0 // indirect
 	k8s.io/cli-runtime v0.34.0 // indirect
-	k8s.io/client-go v11.0.1-0.20190409021438-1a26190bd76a+incompatible // indirect
 	k8s.io/cloud-provider v0.34.0 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-base v0.34.0 // indirect
@@ -474,7 +475,6 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.20.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 	tags.cncf.io/container-device-interface v1.0.1 // indirect
 	tags.cncf.io/container-device-interface/specs-go v1.0.0 // indirect
 )

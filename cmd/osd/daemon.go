@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/osdcloud/osd/daemon"
+)
+
+func newDaemonCmd(g *globals) *cobra.Command {
+	var cfg daemon.Config
+	var debug bool
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run the osd daemon (API, state, embedded Kubernetes) in the foreground",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Geteuid() != 0 {
+				return errNeedRoot("osd daemon")
+			}
+			cfg.StateDir, cfg.RunDir, cfg.Socket = g.stateDir, g.runDir, g.socket
+			logOut, err := daemon.RedirectLibraryOutput(g.stateDir)
+			if err != nil {
+				return err
+			}
+			level := slog.LevelInfo
+			if debug {
+				level = slog.LevelDebug
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})))
+			d, err := daemon.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			if err := d.Run(ctx); err != nil {
+				slog.Error("osd daemon failed", "err", err)
+				return exitError{1}
+			}
+			slog.Info("osd daemon stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.NodeName, "node-name", "", "Kubernetes node name (default: the host name)")
+	f.StringVar(&cfg.NodeIP, "node-ip", "", "address the node advertises (default: the address of the default route)")
+	f.BoolVar(&cfg.KeepWorkloads, "keep-workloads", false, "leave pod containers running when the daemon stops (for upgrades)")
+	f.BoolVar(&debug, "debug", false, "log at debug level")
+	return cmd
+}

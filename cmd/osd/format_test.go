@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/osdcloud/osd/daemon/api"
+)
+
+func TestRenderStatus(t *testing.T) {
+	ready := api.ServerInfo{Version: "1.0", State: api.StateRunning, StateDir: "/var/lib/osd", Uptime: "5s",
+		Kubernetes: api.KubernetesStatus{APIReady: true, NodeName: "n1", NodeReady: true}}
+	notReady := ready
+	notReady.Kubernetes = api.KubernetesStatus{APIReady: true, NodeName: "n1", Reason: "node not ready: cni config uninitialized"}
+	tests := []struct {
+		name, format string
+		info         api.ServerInfo
+		want         []string
+		wantErr      bool
+	}{
+		{name: "table ready", format: "table", info: ready, want: []string{"daemon", "running", "node n1", "Ready"}},
+		{name: "table not ready says why", format: "table", info: notReady, want: []string{"not ready", "why", "cni config uninitialized"}},
+		{name: "json", format: "json", info: notReady, want: []string{`"node_ready": false`, `"reason": "node not ready: cni config uninitialized"`}},
+		{name: "yaml", format: "yaml", info: ready, want: []string{"node_ready: true", "state: running"}},
+		{name: "unknown", format: "xml", info: ready, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			err := render(&b, tt.format, tt.info, statusTable(tt.info))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("render(%s) error = %v, want error %v", tt.format, err, tt.wantErr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("render(%s) = %q, want it to contain %q", tt.format, b.String(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderRoundTrip(t *testing.T) {
+	in := api.ServerInfo{Version: "v", State: api.StateStarting, Kubernetes: api.KubernetesStatus{NodeName: "x", Reason: "r"}}
+	for _, format := range []string{"json", "yaml"} {
+		var b bytes.Buffer
+		if err := render(&b, format, in, nil); err != nil {
+			t.Fatal(err)
+		}
+		var out api.ServerInfo
+		var err error
+		if format == "json" {
+			err = json.Unmarshal(b.Bytes(), &out)
+		} else {
+			err = yaml.Unmarshal(b.Bytes(), &out)
+		}
+		if err != nil || out.Kubernetes.Reason != "r" || out.State != api.StateStarting {
+			t.Errorf("render(%s) round trip = %+v, %v, want the input back", format, out, err)
+		}
+	}
+}
+
+func TestLeadingFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"osd", "--state-dir", "/x", "kubectl", "get", "--state-dir", "/y"}, "/x"},
+		{[]string{"osd", "--state-dir=/z", "kubectl"}, "/z"},
+		{[]string{"osd", "kubectl", "--state-dir", "/y"}, "/def"},
+	}
+	for _, tt := range tests {
+		if got := leadingFlag(tt.args, "kubectl", "--state-dir", "/def"); got != tt.want {
+			t.Errorf("leadingFlag(%v) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+func TestToolArgs(t *testing.T) {
+	got := toolArgs([]string{"osd", "--state-dir", "/x", "kubectl", "get", "kubectl"}, "kubectl")
+	if strings.Join(got, " ") != "get kubectl" {
+		t.Errorf("toolArgs() = %v, want [get kubectl]", got)
+	}
+}

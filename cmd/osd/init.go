@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/client"
+)
+
+func newInitCmd(g *globals) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Bring this host up as an osd cloud (idempotent: re-run it at any time)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Geteuid() != 0 {
+				return errNeedRoot("osd init")
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout must be positive, got %s", timeout)
+			}
+			unlock, err := lockInit(g.stateDir)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			p := newProgress(os.Stdout)
+			return runInit(ctx, g, p)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long (a re-run resumes where this one stopped)")
+	return cmd
+}
+
+// lockInit makes sure only one osd init runs per state dir.
+func lockInit(stateDir string) (func(), error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	path := filepath.Join(stateDir, "init.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		return nil, fmt.Errorf("another osd init (pid %s) is already running on %s: wait for it to finish, or follow it with `osd status`", strings.TrimSpace(string(b)), stateDir)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() { f.Truncate(0); f.Close() }, nil
+}
+
+func runInit(ctx context.Context, g *globals, p *progress) error {
+	c := g.client()
+	p.step("osd daemon")
+	if err := ensureDaemon(ctx, g, c); err != nil {
+		p.fail(err)
+		return exitError{1}
+	}
+	p.ok("running")
+	var st daemon.InitState
+	if err := c.Query(ctx, "POST", "init", map[string]any{}, &st); err != nil {
+		return err
+	}
+	shown := 0 // steps already printed as finished
+	for {
+		if err := c.Query(ctx, "GET", "init", nil, &st); err != nil {
+			return err
+		}
+		for shown < len(st.Steps) {
+			e := st.Steps[shown]
+			if !e.Done {
+				if p.name != e.Step {
+					p.step(e.Step)
+				}
+				break
+			}
+			if p.name != e.Step {
+				p.step(e.Step)
+			}
+			if e.Error != "" {
+				p.fail(errors.New(e.Error))
+			} else {
+				msg := "unchanged"
+				if e.Changed {
+					msg = "changed"
+				}
+				if e.Detail != "" {
+					msg += ": " + e.Detail
+				}
+				p.okTook(msg, e.Took)
+			}
+			shown++
+		}
+		switch st.State {
+		case "succeeded":
+			p.done()
+			fmt.Fprintf(p.w, "\nosd is up. Kubernetes admin config: %s (0600)\n", filepath.Join(g.stateDir, "kubeconfig"))
+			fmt.Fprintf(p.w, "Try: osd status; osd kubectl get pods -A\n")
+			return nil
+		case "failed":
+			for _, f := range st.Findings {
+				if f.Status == "fail" {
+					fmt.Fprintf(p.w, "FAILED  preflight %s: %s\n        fix: %s\n", f.Check, f.Message, f.Fix)
+				}
+			}
+			fmt.Fprintf(p.w, "osd init failed: %s\nFix the cause and run osd init again: it resumes where it stopped.\n", st.Error)
+			return exitError{1}
+		}
+		if shown < len(st.Steps) && strings.HasPrefix(st.Steps[shown].Step, "kubernetes") {
+			info, _ := c.ServerInfo(ctx)
+			p.waiting(info.Kubernetes.Reason)
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(p.w, "\ngave up waiting: %v; the daemon keeps converging (osd status shows where it stands; osd init continues)\n", ctx.Err())
+			return exitError{1}
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// ensureDaemon starts the daemon unless it answers, and waits for its API.
+func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
+	if _, err := c.ServerInfo(ctx); err == nil {
+		return nil
+	} else if !errors.Is(err, client.ErrDaemonNotRunning) {
+		return err
+	}
+	if _, held := daemon.LockHolder(g.stateDir); !held {
+		if err := startDaemon(g); err != nil {
+			return err
+		}
+	}
+	for {
+		if _, err := c.ServerInfo(ctx); err == nil {
+			return nil
+		}
+		if _, held := daemon.LockHolder(g.stateDir); !held {
+			// Give a fresh process a moment to take its lock before calling it dead.
+			time.Sleep(500 * time.Millisecond)
+			if _, held := daemon.LockHolder(g.stateDir); !held {
+				if _, err := c.ServerInfo(ctx); err != nil {
+					return fmt.Errorf("the osd daemon exited at start; see %s", filepath.Join(g.stateDir, "logs", "daemon.log"))
+				}
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the osd daemon did not answer in time: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// startDaemon starts the daemon: through systemd when osd's unit is installed, else as a
+// detached process of its own session, logging to STATE/logs/daemon.log.
+func startDaemon(g *globals) error {
+	if _, err := os.Stat("/run/systemd/system"); err == nil && g.stateDir == daemon.DefaultStateDir {
+		if out, err := exec.Command("systemctl", "cat", "osd.service").CombinedOutput(); err == nil && len(out) > 0 {
+			if out, err := exec.Command("systemctl", "start", "osd.service").CombinedOutput(); err != nil {
+				return fmt.Errorf("systemctl start osd: %w: %s", err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logDir := filepath.Join(g.stateDir, "logs")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(logDir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{"daemon", "--state-dir", g.stateDir, "--run-dir", g.runDir}
+	if g.socket != "" {
+		args = append(args, "--socket", g.socket)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start osd daemon: %w", err)
+	}
+	return cmd.Process.Release()
+}
+
+// progress prints one line per step with its duration; on a terminal it animates the
+// wait and shows the current reason, otherwise it prints plain lines.
+type progress struct {
+	w       io.Writer
+	tty     bool
+	start   time.Time
+	name    string
+	since   time.Time
+	frame   int
+	lastWhy string
+}
+
+func newProgress(w *os.File) *progress {
+	_, err := unix.IoctlGetTermios(int(w.Fd()), unix.TCGETS)
+	return &progress{w: w, tty: err == nil, start: time.Now()}
+}
+
+func (p *progress) step(name string) {
+	p.name, p.since, p.lastWhy = name, time.Now(), ""
+	if !p.tty {
+		fmt.Fprintf(p.w, "%s ...\n", name)
+	}
+}
+
+func (p *progress) waiting(why string) {
+	if p.tty {
+		p.frame++
+		fmt.Fprintf(p.w, "\r\033[K%c %s (%s) %s", `|/-\`[p.frame%4], p.name, time.Since(p.since).Round(time.Second), why)
+		return
+	}
+	if why != p.lastWhy && why != "" {
+		fmt.Fprintf(p.w, "  waiting: %s\n", why)
+	}
+	p.lastWhy = why
+}
+
+func (p *progress) ok(msg string) {
+	p.line("ok", msg, time.Since(p.since))
+}
+
+func (p *progress) okTook(msg string, took time.Duration) {
+	p.line("ok", msg, took)
+}
+
+func (p *progress) fail(err error) {
+	p.line("FAILED", err.Error(), time.Since(p.since))
+}
+
+func (p *progress) line(mark, msg string, took time.Duration) {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintf(p.w, "%-7s %s: %s (%s)\n", mark, p.name, msg, took.Round(100*time.Millisecond))
+}
+
+func (p *progress) done() {
+	fmt.Fprintf(p.w, "done in %s\n", time.Since(p.start).Round(100*time.Millisecond))
+}

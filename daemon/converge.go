@@ -1,0 +1,232 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/hypervisor"
+	"github.com/osdcloud/osd/netsetup"
+)
+
+// configInitialized marks a host on which `osd init` was asked for: from then on the
+// daemon converges the host at every start (after a reboot nothing else brings OVS, the
+// external network or the loop-backed volume group back).
+const configInitialized = "init.requested"
+
+// InitState is the progress of the current (or last) converge run, as GET /1.0/init
+// answers it.
+type InitState struct {
+	State    string               `json:"state"` // idle, running, succeeded, failed
+	Run      string               `json:"run,omitempty"`
+	Started  time.Time            `json:"started,omitzero"`
+	Finished time.Time            `json:"finished,omitzero"`
+	Steps    []bootstrap.Event    `json:"steps,omitempty"`
+	Error    string               `json:"error,omitempty"`
+	Findings []preflight.Finding  `json:"findings,omitempty"`
+	Decision *preflight.Decisions `json:"decisions,omitempty"`
+}
+
+// converger runs at most one converge at a time and remembers the last one.
+type converger struct {
+	mu      sync.Mutex
+	running bool
+	state   InitState
+}
+
+func (c *converger) snapshot() InitState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.state
+	s.Steps = append([]bootstrap.Event(nil), s.Steps...)
+	return s
+}
+
+func (c *converger) update(f func(*InitState)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(&c.state)
+}
+
+// startConverge starts a converge run unless one is running; it reports whether it did.
+func (d *Daemon) startConverge(ctx context.Context) bool {
+	c := &d.conv
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return false
+	}
+	c.running = true
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	c.state = InitState{State: "running", Run: run, Started: time.Now()}
+	c.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		err := d.converge(ctx, run)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.running = false
+		c.state.Finished = time.Now()
+		if err != nil {
+			c.state.State, c.state.Error = "failed", err.Error()
+			slog.Error("converge failed", "run", run, "err", err)
+			return
+		}
+		c.state.State = "succeeded"
+		slog.Info("host converged", "run", run, "took", time.Since(c.state.Started).Round(time.Millisecond))
+	}()
+	return true
+}
+
+// converge runs preflight, then the host preparation steps, then Kubernetes.
+func (d *Daemon) converge(ctx context.Context, run string) error {
+	rep, err := preflight.Run(ctx, d.preflightConfig(), preflight.DefaultRequirements())
+	if err != nil && len(rep.Findings) == 0 {
+		return fmt.Errorf("preflight: %w", err)
+	}
+	d.conv.update(func(s *InitState) { s.Findings, s.Decision = rep.Findings, &rep.Decisions })
+	if rep.Failed {
+		return errors.New("preflight failed: fix the failed checks (osd preflight shows them) and run osd init again")
+	}
+	// Kernel settings as they were before osd touched anything, for reset (first run only).
+	if _, ok, err := d.db.GetConfig(ctx, configSysctls); err != nil {
+		return err
+	} else if !ok {
+		b, _ := json.Marshal(k3s.ReadSysctls())
+		if err := d.db.SetConfig(ctx, configSysctls, string(b)); err != nil {
+			return fmt.Errorf("record sysctls: %w", err)
+		}
+	}
+	steps := d.plan(rep.Decisions)
+	return bootstrap.Execute(ctx, d.db, run, steps, func(e bootstrap.Event) {
+		d.conv.update(func(s *InitState) {
+			if !e.Done {
+				s.Steps = append(s.Steps, e)
+				return
+			}
+			s.Steps[len(s.Steps)-1] = e
+		})
+		if e.Done {
+			slog.Info("step", "step", e.Step, "changed", e.Changed, "took", e.Took.Round(time.Millisecond), "err", e.Error)
+		}
+	})
+}
+
+func (d *Daemon) preflightConfig() preflight.ProbeConfig {
+	return preflight.ProbeConfig{StateDir: d.cfg.StateDir, RunDir: d.cfg.RunDir, SelfPIDs: []int{os.Getpid()}, SelfExe: d.cfg.Self}
+}
+
+// plan is the ordered list of idempotent steps that make this host an osd node.
+func (d *Daemon) plan(dec preflight.Decisions) []bootstrap.Step {
+	ovs := netsetup.DefaultOVSConfig()
+	ovs.Datapath = dec.OVSDatapath
+	steps := []bootstrap.Step{
+		{Name: "kvm-permissions", Run: func(ctx context.Context) (bool, string, error) {
+			changed, err := hypervisor.EnsureKVMPermissions("/dev/kvm")
+			return changed, "virt_type " + dec.VirtType + ": " + dec.VirtTypeReason, err
+		}},
+		{Name: "openvswitch", Run: func(ctx context.Context) (bool, string, error) {
+			changed, err := netsetup.EnsureOVS(ctx, ovs)
+			if err == nil {
+				err = d.recordOwner(ctx, configOVSOwner, changed)
+			}
+			return changed, "datapath " + ovs.Datapath, err
+		}},
+		{Name: "external-network", Run: func(ctx context.Context) (bool, string, error) {
+			spec := netsetup.Spec{Datapath: ovs.Datapath, External: d.cfg.External}
+			ext, _ := d.cfg.External.Normalize()
+			b, _ := json.Marshal(ext)
+			if err := d.db.SetConfig(ctx, configExternal, string(b)); err != nil {
+				return false, "", err
+			}
+			changed, err := netsetup.EnsureExternalNetwork(ctx, d.netHost(ovs), spec)
+			detail := ext.Bridge + " " + ext.CIDR + " via " + ext.GatewayIP + " (NAT)"
+			if ext.Interface != "" {
+				detail = ext.Bridge + " with " + ext.Interface
+			}
+			return changed, detail, err
+		}},
+		{Name: "libvirt", Run: func(ctx context.Context) (bool, string, error) {
+			started, err := hypervisor.EnsureLibvirtd(ctx, hypervisor.LibvirtConfig{})
+			if err == nil {
+				err = d.recordOwner(ctx, configLibvirtOwner, started)
+			}
+			if err != nil {
+				return started, "", err
+			}
+			info, err := hypervisor.CheckLibvirt(ctx, hypervisor.DefaultLibvirtSocket)
+			return started, fmt.Sprintf("libvirt %s, QEMU %s, domain types %v", info.LibVersion, info.HypervisorVersion, info.DomainTypes), err
+		}},
+		{Name: "volume-group", Run: func(ctx context.Context) (bool, string, error) {
+			if dec.StorageBackend != "lvm" {
+				return false, "skipped: " + dec.StorageBackendReason, nil
+			}
+			changed, err := hypervisor.EnsureVolumeGroup(ctx, d.vgSpec())
+			return changed, "", err
+		}},
+	}
+	if !d.cfg.NoKubernetes {
+		steps = append(steps,
+			bootstrap.Step{Name: "kubernetes", Run: d.ensureKubernetes},
+			bootstrap.Step{Name: "kubernetes-node", Run: d.waitNodeReady},
+		)
+	}
+	return steps
+}
+
+func (d *Daemon) netHost(ovs netsetup.OVSConfig) netsetup.Host {
+	return netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(d.cfg.StateDir, "host")}
+}
+
+func (d *Daemon) vgSpec() hypervisor.VGSpec {
+	return hypervisor.VGSpec{Name: "cinder-volumes", BackingFile: filepath.Join(d.cfg.StateDir, "cinder-volumes.img"), SizeBytes: d.cfg.VolumeGroupBytes}
+}
+
+// waitNodeReady waits until the embedded node reports Ready.
+func (d *Daemon) waitNodeReady(ctx context.Context) (bool, string, error) {
+	for {
+		k := d.kube.Load()
+		if k.NodeReady {
+			return false, "node " + d.cfg.NodeName + " Ready", nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", fmt.Errorf("node %s not ready: %s", d.cfg.NodeName, k.Reason)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// postInit records that this host is to be an osd node and starts converging it.
+func (d *Daemon) postInit(r *http.Request) rest.Response {
+	if err := d.db.SetConfig(r.Context(), configInitialized, "true"); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	d.startConverge(d.runCtx)
+	return rest.AsyncResponse("/1.0/init", d.conv.snapshot())
+}
+
+func (d *Daemon) getInit(*http.Request) rest.Response {
+	return rest.SyncResponse(d.conv.snapshot())
+}
+
+func (d *Daemon) getPreflight(r *http.Request) rest.Response {
+	rep, err := preflight.Run(r.Context(), d.preflightConfig(), preflight.DefaultRequirements())
+	if err != nil && len(rep.Findings) == 0 {
+		return rest.ErrorResponse(err)
+	}
+	return rest.SyncResponse(rep)
+}

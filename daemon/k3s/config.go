@@ -1,0 +1,119 @@
+package k3s
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Defaults for the embedded cluster.
+const (
+	DefaultAPIPort     = 6443
+	DefaultClusterCIDR = "10.42.0.0/16"
+	DefaultServiceCIDR = "10.43.0.0/16"
+	DefaultCNIBinDir   = "/usr/lib/cni"
+	// PauseImage is the sandbox image k3s's kubelet and containerd expect; osd builds it.
+	PauseImage = "docker.io/rancher/mirrored-pause:3.6"
+	// BridgeName is the Linux bridge the CNI configuration creates for pods.
+	BridgeName = "cni0"
+)
+
+// Paths is where the embedded cluster keeps its files: persistent state under StateDir,
+// sockets and runtime state under RunDir.
+type Paths struct {
+	StateDir string
+	RunDir   string
+}
+
+func (p Paths) DataDir() string          { return filepath.Join(p.StateDir, "k3s") }
+func (p Paths) Kubeconfig() string       { return filepath.Join(p.StateDir, "kubeconfig") }
+func (p Paths) BinDir() string           { return filepath.Join(p.StateDir, "bin") }
+func (p Paths) LogDir() string           { return filepath.Join(p.StateDir, "logs") }
+func (p Paths) ManifestsDir() string     { return filepath.Join(p.DataDir(), "server", "manifests") }
+func (p Paths) ContainerdDir() string    { return filepath.Join(p.StateDir, "containerd") }
+func (p Paths) ContainerdConfig() string { return filepath.Join(p.ContainerdDir(), "config.toml") }
+func (p Paths) ContainerdRoot() string   { return filepath.Join(p.ContainerdDir(), "root") }
+func (p Paths) ContainerdState() string  { return filepath.Join(p.RunDir, "containerd") }
+func (p Paths) ContainerdSocket() string {
+	return filepath.Join(p.ContainerdState(), "containerd.sock")
+}
+func (p Paths) CrictlConfig() string { return filepath.Join(p.StateDir, "crictl.yaml") }
+func (p Paths) CNIConfDir() string   { return filepath.Join(p.StateDir, "cni", "net.d") }
+func (p Paths) CNIConfFile() string {
+	return filepath.Join(p.CNIConfDir(), "10-osd.conflist")
+}
+
+// Config is everything needed to start the embedded k3s server and its agent.
+type Config struct {
+	Paths
+	NodeName    string
+	NodeIP      string // empty: k3s picks the address of the default route
+	APIPort     int
+	ClusterCIDR string
+	ServiceCIDR string
+	CNIBinDir   string
+	NodeLabels  []string // key=value
+	// KeepWorkloads leaves pod containers running when the daemon stops (for upgrades);
+	// by default a stop ends them so nothing is left orphaned.
+	KeepWorkloads bool
+}
+
+// WithDefaults fills the zero fields of c.
+func (c Config) WithDefaults() Config {
+	if c.APIPort == 0 {
+		c.APIPort = DefaultAPIPort
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = DefaultClusterCIDR
+	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = DefaultServiceCIDR
+	}
+	if c.CNIBinDir == "" {
+		c.CNIBinDir = DefaultCNIBinDir
+	}
+	return c
+}
+
+// disabledComponents are the k3s add-ons osd does not use: osd deploys its own CoreDNS
+// and storage through Helm, runs Helm in-process, and provides networking itself.
+var disabledComponents = []string{"traefik", "servicelb", "metrics-server", "local-storage", "coredns"}
+
+// ServerArgs is the k3s server command line for c (without the program name).
+func ServerArgs(c Config) ([]string, error) {
+	c = c.WithDefaults()
+	if c.StateDir == "" || c.RunDir == "" {
+		return nil, fmt.Errorf("state dir and run dir are required")
+	}
+	if c.NodeName == "" {
+		return nil, fmt.Errorf("node name is required")
+	}
+	args := []string{
+		"server",
+		"--data-dir", c.DataDir(),
+		"--write-kubeconfig", c.Kubeconfig(),
+		"--write-kubeconfig-mode", "0600",
+		"--node-name", c.NodeName,
+		"--https-listen-port", strconv.Itoa(c.APIPort),
+		"--cluster-cidr", c.ClusterCIDR,
+		"--service-cidr", c.ServiceCIDR,
+		"--disable", strings.Join(disabledComponents, ","),
+		"--disable-helm-controller",
+		"--disable-network-policy",
+		"--flannel-backend", "none",
+		"--container-runtime-endpoint", "unix://" + c.ContainerdSocket(),
+		"--pause-image", PauseImage,
+		"--kubelet-arg", "cgroup-driver=cgroupfs",
+	}
+	if c.NodeIP != "" {
+		args = append(args, "--node-ip", c.NodeIP)
+	}
+	for _, l := range c.NodeLabels {
+		if !strings.Contains(l, "=") {
+			return nil, fmt.Errorf("node label %q: want key=value", l)
+		}
+		args = append(args, "--node-label", l)
+	}
+	return args, nil
+}

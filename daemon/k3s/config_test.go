@@ -1,0 +1,186 @@
+package k3s
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func TestServerArgs(t *testing.T) {
+	base := Config{Paths: Paths{StateDir: "/s", RunDir: "/r"}, NodeName: "n1"}
+	tests := []struct {
+		name    string
+		cfg     Config
+		want    []string // pairs or flags that must appear, in order
+		wantErr string
+	}{
+		{name: "defaults", cfg: base, want: []string{"--data-dir", "/s/k3s", "--write-kubeconfig-mode", "0600",
+			"--container-runtime-endpoint", "unix:///r/containerd/containerd.sock", "--flannel-backend", "none", "--https-listen-port", "6443"}},
+		{name: "node ip and labels", cfg: func() Config { c := base; c.NodeIP = "10.0.0.5"; c.NodeLabels = []string{"a=b"}; return c }(),
+			want: []string{"--node-ip", "10.0.0.5", "--node-label", "a=b"}},
+		{name: "bad label", cfg: func() Config { c := base; c.NodeLabels = []string{"nolabel"}; return c }(), wantErr: "key=value"},
+		{name: "no node name", cfg: Config{Paths: base.Paths}, wantErr: "node name"},
+		{name: "no dirs", cfg: Config{NodeName: "x"}, wantErr: "state dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ServerArgs(tt.cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ServerArgs() error = %v, want containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ServerArgs() error = %v", err)
+			}
+			for i := 0; i < len(tt.want); i++ {
+				j := slices.Index(got, tt.want[i])
+				if j < 0 {
+					t.Fatalf("ServerArgs() = %v, want it to contain %q", got, tt.want[i])
+				}
+				if strings.HasPrefix(tt.want[i], "--") && i+1 < len(tt.want) && !strings.HasPrefix(tt.want[i+1], "--") {
+					if j+1 >= len(got) || got[j+1] != tt.want[i+1] {
+						t.Fatalf("ServerArgs() %s = %v, want %q", tt.want[i], got, tt.want[i+1])
+					}
+					i++
+				}
+			}
+			if d := got[slices.Index(got, "--disable")+1]; !strings.Contains(d, "coredns") || !strings.Contains(d, "traefik") {
+				t.Errorf("ServerArgs() --disable = %q, want coredns and traefik disabled", d)
+			}
+		})
+	}
+}
+
+func TestContainerdConfig(t *testing.T) {
+	c := Config{Paths: Paths{StateDir: "/var/lib/osd", RunDir: "/run/osd"}}
+	got := ContainerdConfig(c)
+	for _, want := range []string{
+		"version = 3",
+		"restrict_oom_score_adj = true",
+		`address = "/run/osd/containerd/containerd.sock"`,
+		`root = "/var/lib/osd/containerd/root"`,
+		`bin_dirs = ["/usr/lib/cni"]`,
+		`conf_dir = "/var/lib/osd/cni/net.d"`,
+		`sandbox = "docker.io/rancher/mirrored-pause:3.6"`,
+		"SystemdCgroup = false",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ContainerdConfig() lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestCNIConfig(t *testing.T) {
+	tests := []struct {
+		cidr, wantSubnet, wantGW, wantErr string
+	}{
+		{cidr: "10.42.0.0/24", wantSubnet: "10.42.0.0/24", wantGW: "10.42.0.1"},
+		{cidr: "10.42.3.7/24", wantSubnet: "10.42.3.0/24", wantGW: "10.42.3.1"},
+		{cidr: "fd00::/64", wantErr: "IPv4"},
+		{cidr: "10.0.0.0/31", wantErr: "/30"},
+		{cidr: "garbage", wantErr: "garbage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cidr, func(t *testing.T) {
+			got, err := CNIConfig(tt.cidr)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("CNIConfig(%q) error = %v, want containing %q", tt.cidr, err, tt.wantErr)
+				}
+				return
+			}
+			var conf struct {
+				Plugins []struct {
+					Type   string
+					Bridge string
+					IPAM   struct {
+						Ranges [][]struct{ Subnet, Gateway string }
+					}
+				}
+			}
+			if err := json.Unmarshal(got, &conf); err != nil {
+				t.Fatalf("CNIConfig(%q) is not JSON: %v", tt.cidr, err)
+			}
+			p := conf.Plugins[0]
+			if p.Type != "bridge" || p.Bridge != BridgeName {
+				t.Errorf("CNIConfig(%q) first plugin = %s/%s, want bridge/%s", tt.cidr, p.Type, p.Bridge, BridgeName)
+			}
+			r := p.IPAM.Ranges[0][0]
+			if r.Subnet != tt.wantSubnet || r.Gateway != tt.wantGW {
+				t.Errorf("CNIConfig(%q) range = %s via %s, want %s via %s", tt.cidr, r.Subnet, r.Gateway, tt.wantSubnet, tt.wantGW)
+			}
+		})
+	}
+}
+
+func TestRBACManifest(t *testing.T) {
+	got, err := RBACManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(got), "\n---\n")
+	names := map[string]bool{}
+	for _, d := range docs {
+		var o struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+		if err := yaml.Unmarshal([]byte(d), &o); err != nil {
+			t.Fatalf("RBACManifest() document is not YAML: %v\n%s", err, d)
+		}
+		names[o.Kind+"/"+o.Metadata.Name] = true
+	}
+	for _, want := range []string{"ClusterRoleBinding/kube-apiserver-kubelet-admin", "ClusterRole/k3s-cloud-controller-manager", "RoleBinding/k3s-cloud-controller-manager-authentication-reader"} {
+		if !names[want] {
+			t.Errorf("RBACManifest() lacks %s; has %v", want, names)
+		}
+	}
+}
+
+func TestNodeReadiness(t *testing.T) {
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
+	notReady := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "container runtime network not ready: cni config uninitialized"}
+	tests := []struct {
+		name       string
+		node       corev1.Node
+		wantReady  bool
+		wantReason string
+	}{
+		{"ready", corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, true, ""},
+		{"cni missing", corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{notReady}}}, false, "cni config uninitialized"},
+		{"uninitialized taint", corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized"}}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, false, "cloud controller"},
+		{"no condition", corev1.Node{}, false, "no Ready condition"},
+		{"cordoned", corev1.Node{Spec: corev1.NodeSpec{Unschedulable: true}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, true, "cordoned"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, reason := NodeReadiness(&tt.node)
+			if ok != tt.wantReady || !strings.Contains(reason, tt.wantReason) {
+				t.Errorf("NodeReadiness() = %v, %q, want %v, containing %q", ok, reason, tt.wantReady, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestIsShimPublish(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"/usr/local/bin/osd", "--address", "/run/osd/containerd/containerd.sock", "publish", "--topic", "/tasks/exit"}, true},
+		{[]string{"/usr/local/bin/osd", "status"}, false},
+		{[]string{"osd", "--address"}, false},
+	}
+	for _, tt := range tests {
+		if got := isShimPublish(tt.args); got != tt.want {
+			t.Errorf("isShimPublish(%v) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}

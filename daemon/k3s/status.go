@@ -1,0 +1,119 @@
+package k3s
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// NodeState is what the daemon reports about its Kubernetes node.
+type NodeState struct {
+	APIReady  bool
+	NodeReady bool
+	PodCIDR   string
+	Reason    string // why the node is not ready, for people
+}
+
+// RESTConfig loads the admin kubeconfig k3s wrote.
+func RESTConfig(p Paths) (*rest.Config, error) {
+	if _, err := os.Stat(p.Kubeconfig()); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s not written yet", p.Kubeconfig())
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+// Probe asks the API server about readiness and the node's state.
+func Probe(ctx context.Context, cs kubernetes.Interface, node string) NodeState {
+	var st NodeState
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		st.Reason = "API server not ready: " + firstLine(err.Error())
+		return st
+	}
+	if strings.TrimSpace(string(body)) != "ok" {
+		st.Reason = "API server not ready: " + firstLine(string(body))
+		return st
+	}
+	st.APIReady = true
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		st.Reason = fmt.Sprintf("node %s has not registered yet (kubelet starting)", node)
+		return st
+	}
+	if err != nil {
+		st.Reason = "read node: " + firstLine(err.Error())
+		return st
+	}
+	st.PodCIDR = n.Spec.PodCIDR
+	st.NodeReady, st.Reason = NodeReadiness(n)
+	return st
+}
+
+// NodeReadiness says whether n is Ready and, when not, why (pure).
+func NodeReadiness(n *corev1.Node) (bool, string) {
+	for _, t := range n.Spec.Taints {
+		if t.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+			return false, "node is waiting for the cloud controller to initialize it (taint " + t.Key + ")"
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		if c.Status == corev1.ConditionTrue {
+			if n.Spec.Unschedulable {
+				return true, "node is cordoned"
+			}
+			return true, ""
+		}
+		msg := c.Reason
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		if n.Spec.PodCIDR == "" {
+			msg += " (no pod CIDR assigned yet)"
+		}
+		return false, "node not ready: " + firstLine(msg)
+	}
+	return false, "node has no Ready condition yet"
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// EnsureCNIConfig writes the pod network configuration for podCIDR if it differs from what
+// is on disk, and reports whether it wrote.
+func EnsureCNIConfig(p Paths, podCIDR string) (bool, error) {
+	want, err := CNIConfig(podCIDR)
+	if err != nil {
+		return false, err
+	}
+	if cur, err := os.ReadFile(p.CNIConfFile()); err == nil && string(cur) == string(want) {
+		return false, nil
+	}
+	if err := writeFileAtomic(p.CNIConfFile(), want, 0o644); err != nil {
+		return false, fmt.Errorf("write cni config: %w", err)
+	}
+	return true, nil
+}

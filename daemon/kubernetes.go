@@ -1,0 +1,159 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/daemon/k3s"
+)
+
+// configSysctls is the store key of the kernel settings recorded before k3s first changed
+// them, restored by reset.
+const configSysctls = "host.original_sysctls"
+
+func (d *Daemon) k3sConfig() k3s.Config {
+	return k3s.Config{Paths: d.cfg.paths(), NodeName: d.cfg.NodeName, NodeIP: d.cfg.NodeIP, KeepWorkloads: d.cfg.KeepWorkloads}.WithDefaults()
+}
+
+// ensureKubernetes is the converge step that starts the embedded Kubernetes once per
+// daemon process (k3s cannot run twice in one process).
+func (d *Daemon) ensureKubernetes(ctx context.Context) (bool, string, error) {
+	d.k8sOnce.Lock()
+	defer d.k8sOnce.Unlock()
+	if d.server != nil {
+		return false, "running", nil
+	}
+	if err := d.startKubernetes(ctx); err != nil {
+		return false, "", err
+	}
+	d.watchKubernetes(d.runCtx)
+	return true, "containerd and k3s started", nil
+}
+
+// startKubernetes writes the files k3s needs, starts containerd, makes sure the pause image
+// is present, and starts the embedded k3s server.
+func (d *Daemon) startKubernetes(ctx context.Context) error {
+	kc := d.k3sConfig()
+	if err := k3s.Prepare(kc, d.cfg.Self); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(kc.LogDir()+"/containerd.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open containerd log: %w", err)
+	}
+	d.onStop(func(context.Context) error { return logf.Close() })
+	t0 := time.Now()
+	cd, err := k3s.StartContainerd(ctx, kc, d.cfg.Self, logf, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	d.containerd = cd
+	slog.Info("containerd running", "socket", kc.ContainerdSocket(), "took", time.Since(t0).Round(time.Millisecond))
+
+	if err := d.ensurePauseImage(ctx, kc); err != nil {
+		cd.Stop(ctx, false)
+		d.containerd = nil
+		return err
+	}
+	srv, err := k3s.StartServer(kc)
+	if err != nil {
+		return err
+	}
+	d.server = srv
+	return nil
+}
+
+// ensurePauseImage imports the pod sandbox image osd builds itself, unless present.
+func (d *Daemon) ensurePauseImage(ctx context.Context, kc k3s.Config) error {
+	if ok, err := k3s.HasImage(ctx, kc.ContainerdSocket(), k3s.PauseImage); err != nil {
+		return err
+	} else if ok {
+		return nil
+	}
+	img, err := images.PauseImage()
+	if err != nil {
+		return fmt.Errorf("build pause image: %w", err)
+	}
+	return importImages(ctx, kc.ContainerdSocket(), map[string]v1.Image{k3s.PauseImage: img})
+}
+
+// importImages streams an archive of imgs straight into containerd.
+func importImages(ctx context.Context, socket string, imgs map[string]v1.Image) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(images.WriteArchive(pw, imgs)) }()
+	names, err := k3s.ImportArchive(ctx, socket, pr)
+	pr.CloseWithError(err)
+	if err != nil {
+		return err
+	}
+	slog.Info("imported images", "images", names)
+	return nil
+}
+
+// watchKubernetes keeps the node state current and writes the pod network configuration
+// once the node has a pod CIDR. If k3s or containerd end on their own, it reports that on
+// d.failed, which stops the daemon (its supervisor restarts it).
+func (d *Daemon) watchKubernetes(ctx context.Context) {
+	kc := d.k3sConfig()
+	go func() {
+		var why error
+		select {
+		case <-d.server.Done():
+			why = fmt.Errorf("embedded k3s stopped unexpectedly: %v", d.server.Err())
+		case <-d.containerd.Exited():
+			why = errors.New("containerd exited unexpectedly; see " + kc.LogDir() + "/containerd.log")
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case d.failed <- why:
+		default:
+		}
+	}()
+	go func() {
+		var cs kubernetes.Interface
+		interval := time.Second
+		for {
+			if cs == nil {
+				if rc, err := k3s.RESTConfig(kc.Paths); err == nil {
+					rc.Timeout = 5 * time.Second
+					cs, _ = kubernetes.NewForConfig(rc)
+				}
+			}
+			st := k3s.NodeState{Reason: "waiting for the API server to write its kubeconfig"}
+			if cs != nil {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				st = k3s.Probe(pctx, cs, kc.NodeName)
+				cancel()
+			}
+			if st.PodCIDR != "" {
+				if wrote, err := k3s.EnsureCNIConfig(kc.Paths, st.PodCIDR); err != nil {
+					slog.Error("pod network config", "err", err)
+				} else if wrote {
+					slog.Info("wrote pod network config", "pod_cidr", st.PodCIDR)
+				}
+			}
+			prev := d.kube.Swap(&st)
+			if prev.NodeReady != st.NodeReady || prev.APIReady != st.APIReady {
+				slog.Info("kubernetes state", "api_ready", st.APIReady, "node_ready", st.NodeReady, "reason", st.Reason, "since_start", time.Since(d.started).Round(time.Millisecond))
+			}
+			if st.NodeReady {
+				interval = 5 * time.Second
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+}

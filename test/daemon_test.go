@@ -1,0 +1,223 @@
+package test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/k3s"
+)
+
+// TestDaemonLifecycle starts a real daemon with its embedded k3s, waits for the node,
+// runs a pod from an image osd built itself, reads its logs, stops the daemon, resets the
+// host and checks that nothing osd made is left.
+func TestDaemonLifecycle(t *testing.T) {
+	requireRoot(t)
+	n := newNode(t)
+	n.start()
+	t0 := time.Now()
+	out, err := n.osd("init", "--timeout", "5m")
+	if err != nil {
+		t.Fatalf("osd init: %v\n%s", err, out)
+	}
+	t.Logf("osd init on a running daemon took %s:\n%s", time.Since(t0).Round(100*time.Millisecond), out)
+	n.waitNodeReady(time.Minute)
+
+	t.Run("init again changes nothing", func(t *testing.T) {
+		t0 := time.Now()
+		out, err := n.osd("init")
+		if err != nil {
+			t.Fatalf("second osd init: %v\n%s", err, out)
+		}
+		if strings.Contains(out, ": changed") {
+			t.Errorf("second osd init changed the host:\n%s", out)
+		}
+		t.Logf("no-op osd init took %s", time.Since(t0).Round(time.Millisecond))
+	})
+
+	t.Run("second daemon refused", func(t *testing.T) {
+		out, err := exec.Command(n.bin, append(n.globalArgs(), "daemon")...).CombinedOutput()
+		if err == nil {
+			t.Fatalf("second osd daemon on the same state dir started; output:\n%s", out)
+		}
+		log, _ := os.ReadFile(filepath.Join(n.stateDir, "logs", "k3s.log"))
+		if !strings.Contains(string(out)+string(log), "already running") {
+			t.Errorf("second daemon output = %q, want it to say another daemon is already running", out)
+		}
+	})
+
+	t.Run("status formats", func(t *testing.T) {
+		out, err := n.osd("status", "--format", "json")
+		if err != nil {
+			t.Fatalf("osd status --format json: %v\n%s", err, out)
+		}
+		var info api.ServerInfo
+		if err := json.Unmarshal([]byte(out), &info); err != nil {
+			t.Fatalf("osd status --format json is not JSON: %v\n%s", err, out)
+		}
+		if info.State != api.StateRunning || !info.Kubernetes.NodeReady || info.Version == "" {
+			t.Errorf("osd status = %+v, want running with node Ready", info)
+		}
+		out, err = n.osd("status")
+		if err != nil || !strings.Contains(out, "Ready") {
+			t.Errorf("osd status = %q, %v, want a table saying Ready", out, err)
+		}
+		if out, err := n.osd("status", "--format", "xml"); err == nil || !strings.Contains(out, "unknown format") {
+			t.Errorf("osd status --format xml = %q, %v, want an unknown format error", out, err)
+		}
+	})
+
+	t.Run("kubeconfig is private", func(t *testing.T) {
+		st, err := os.Stat(filepath.Join(n.stateDir, "kubeconfig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("kubeconfig mode = %o, want 600", st.Mode().Perm())
+		}
+		st, err = os.Stat(n.socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("socket mode = %o, want root-only", st.Mode().Perm())
+		}
+	})
+
+	t.Run("api errors are enveloped", func(t *testing.T) {
+		c := n.httpClient()
+		for _, tc := range []struct {
+			method, path string
+			want         int
+		}{
+			{"GET", "/1.0/nonexistent", 404},
+			{"DELETE", "/1.0", 405},
+			{"GET", "/2.0", 404},
+		} {
+			req, _ := http.NewRequest(tc.method, "http://osd"+tc.path, nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tc.method, tc.path, err)
+			}
+			var env api.Response
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err := json.Unmarshal(body, &env); err != nil {
+				t.Errorf("%s %s body %q is not an envelope: %v", tc.method, tc.path, body, err)
+				continue
+			}
+			if resp.StatusCode != tc.want || env.Type != api.ErrorResponse || env.StatusCode != tc.want || env.Error == "" {
+				t.Errorf("%s %s = %d %+v, want %d error envelope", tc.method, tc.path, resp.StatusCode, env, tc.want)
+			}
+		}
+	})
+
+	t.Run("pod from an osd-built image", func(t *testing.T) {
+		img, ref, err := images.BusyboxImage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		archive := filepath.Join(t.TempDir(), "busybox.tar")
+		if err := images.WriteArchiveFile(archive, map[string]v1.Image{ref: img}); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := n.osd("ctr", "-n", "k8s.io", "images", "import", archive); err != nil {
+			t.Fatalf("ctr images import: %v\n%s", err, out)
+		}
+		if out, err := n.kubectl("run", "hello", "--image", ref, "--image-pull-policy", "Never", "--restart", "Never",
+			"--command", "--", "/bin/sh", "-c", "echo hello from osd; sleep 1"); err != nil {
+			t.Fatalf("kubectl run: %v\n%s", err, out)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		phase := ""
+		for time.Now().Before(deadline) {
+			out, _ := n.kubectl("get", "pod", "hello", "-o", "jsonpath={.status.phase}")
+			phase = strings.TrimSpace(out)
+			if phase == "Succeeded" || phase == "Failed" {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if phase != "Succeeded" {
+			desc, _ := n.kubectl("describe", "pod", "hello")
+			t.Fatalf("pod phase = %q, want Succeeded\n%s", phase, desc)
+		}
+		out, err := n.kubectl("logs", "hello")
+		if err != nil || !strings.Contains(out, "hello from osd") {
+			t.Fatalf("kubectl logs hello = %q, %v, want the pod's line", out, err)
+		}
+		// A pod that is still running when the daemon stops: its shim and process must go.
+		if out, err := n.kubectl("run", "sleeper", "--image", ref, "--image-pull-policy", "Never", "--restart", "Never",
+			"--command", "--", "/bin/sleep", "3600"); err != nil {
+			t.Fatalf("kubectl run sleeper: %v\n%s", err, out)
+		}
+		if out, err := n.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=120s"); err != nil {
+			t.Fatalf("sleeper not running: %v\n%s", err, out)
+		}
+		kc := k3s.Paths{StateDir: n.stateDir, RunDir: n.runDir}
+		if shims := processesMatching(kc.ContainerdSocket()); len(shims) == 0 {
+			t.Errorf("processes of osd's containerd with a running pod = %v, want the running pod's shim", shims)
+		}
+	})
+
+	t.Run("graceful stop leaves no processes", func(t *testing.T) {
+		code, ok := n.stop(2 * time.Minute)
+		if !ok || code != 0 {
+			t.Fatalf("daemon stop: exited=%v code=%d, want a clean exit 0\n%s", ok, code, tail(n.log.String(), 30))
+		}
+		kc := k3s.Paths{StateDir: n.stateDir, RunDir: n.runDir}
+		if left := processesMatching(kc.ContainerdSocket()); len(left) > 0 {
+			t.Errorf("processes left after stop: %v", left)
+		}
+		if left := processesMatching("sleep 3600"); len(left) > 0 {
+			t.Errorf("pod processes left after stop: %v", left)
+		}
+		if _, err := os.Stat(n.socket()); err == nil {
+			t.Errorf("API socket %s left after stop", n.socket())
+		}
+	})
+
+	t.Run("reset leaves nothing", func(t *testing.T) {
+		out, err := n.osd("reset", "--yes")
+		if err != nil {
+			t.Fatalf("osd reset: %v\n%s", err, out)
+		}
+		for _, tool := range []string{"iptables-save", "ip6tables-save"} {
+			dump, err := exec.Command(tool).Output()
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(dump), "\n") {
+				if strings.Contains(l, "KUBE-") || strings.Contains(l, "CNI-") {
+					t.Errorf("%s still has %q", tool, l)
+					break
+				}
+			}
+		}
+		if _, err := os.Stat("/sys/class/net/" + k3s.BridgeName); err == nil {
+			t.Errorf("bridge %s left after reset", k3s.BridgeName)
+		}
+		if ns, _ := filepath.Glob("/run/netns/cni-*"); len(ns) > 0 {
+			t.Errorf("network namespaces left after reset: %v", ns)
+		}
+		if left := processesMatching(n.stateDir); len(left) > 0 {
+			t.Errorf("processes left after reset: %v", left)
+		}
+		if left := processesMatching(n.runDir); len(left) > 0 {
+			t.Errorf("processes left after reset: %v", left)
+		}
+		if _, err := os.Stat(n.stateDir); err == nil {
+			t.Errorf("state dir %s left after reset", n.stateDir)
+		}
+	})
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs everything osd needs to build, run and be tested on Debian 12 (bookworm), as root.
+# Idempotent: packages already present are left alone.
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then
+	echo "test/deps.sh: run as root (sudo test/deps.sh)" >&2
+	exit 1
+fi
+
+packages=(
+	# build
+	make gcc libc6-dev git pkg-config
+	# embedded Kubernetes runtime pieces: the runc shim, runc, CNI plugins, iptables
+	containerd runc containernetworking-plugins iptables iproute2 procps kmod util-linux mount
+	# host preparation: Open vSwitch, nftables, libvirt + QEMU (TCG), LVM
+	openvswitch-switch nftables libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils lvm2
+	# image building from Debian packages
+	mmdebstrap busybox-static ca-certificates
+	# test guests: a Debian kernel for TCG boots; the OpenStack client for the end-to-end checks
+	linux-image-cloud-amd64 cpio
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "test/deps.sh: installing ${missing[*]}"
+	# Keep packaged daemons (containerd, libvirtd, ovs) from being started by the install:
+	# osd starts what it needs itself.
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Debian's containerd unit would run a second containerd next to osd's own.
+	if [ -d /run/systemd/system ]; then
+		systemctl disable --now containerd.service >/dev/null 2>&1 || true
+	fi
+fi
+
+# Go: osd needs Go 1.24 or newer (bookworm ships 1.19).
+export PATH=/usr/local/go/bin:$PATH
+if ! command -v go >/dev/null; then
+	echo "test/deps.sh: Go 1.24 or newer is required: install it to /usr/local/go" >&2
+	exit 1
+fi
+v=$(go env GOVERSION | sed 's/^go//')
+case "$v" in
+	1.2[4-9]*|1.[3-9][0-9]*) ;;
+	*) echo "test/deps.sh: Go $v is too old: osd needs Go 1.24 or newer in /usr/local/go" >&2; exit 1 ;;
+esac
+
+# Go modules (the embedded k3s pulls in ~1.3 GB of them; cached after the first run).
+cd "$(dirname "$0")/.."
+GONOSUMDB=github.com/k3s-io/k3s GOFLAGS=-mod=mod GOTOOLCHAIN=local go mod download
+echo "test/deps.sh: ok"

@@ -1,0 +1,213 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/osdcloud/osd/daemon/api"
+)
+
+// osdBin is the binary under test.
+func osdBin(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("OSD_BIN")
+	if p == "" {
+		p = "../bin/osd"
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		t.Skipf("osd binary %s not built (run make build or set OSD_BIN)", abs)
+	}
+	return abs
+}
+
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if testing.Short() {
+		t.Skip("integration test skipped in -short mode")
+	}
+}
+
+// node is one osd daemon under test, with its own state and run dirs.
+type node struct {
+	t        testing.TB
+	bin      string
+	stateDir string
+	runDir   string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	log      *bytes.Buffer
+}
+
+func newNode(t testing.TB) *node {
+	t.Helper()
+	base, err := os.MkdirTemp("", "osd-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{t: t, bin: osdBin(t), stateDir: filepath.Join(base, "state"), runDir: filepath.Join(base, "run"), log: &bytes.Buffer{}}
+	t.Cleanup(func() {
+		n.stop(2 * time.Minute)
+		if t.Failed() {
+			n.dumpLogs()
+		}
+		out, err := n.osd("reset", "--yes")
+		if err != nil {
+			t.Errorf("cleanup: osd reset: %v\n%s", err, out)
+		}
+		os.RemoveAll(base)
+	})
+	return n
+}
+
+func (n *node) globalArgs() []string {
+	return []string{"--state-dir", n.stateDir, "--run-dir", n.runDir}
+}
+
+// osd runs the CLI against this node and returns its combined output.
+func (n *node) osd(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, n.bin, append(n.globalArgs(), args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// start runs `osd daemon` in the background.
+func (n *node) start(extra ...string) {
+	n.t.Helper()
+	cmd := exec.Command(n.bin, append(append(n.globalArgs(), "daemon"), extra...)...)
+	cmd.Stdout, cmd.Stderr = n.log, n.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("start daemon: %v", err)
+	}
+	n.cmd = cmd
+	n.exited = make(chan struct{})
+	go func() { cmd.Wait(); close(n.exited) }()
+}
+
+// stop sends SIGTERM and waits; it reports whether the daemon exited in time.
+func (n *node) stop(timeout time.Duration) (exitCode int, ok bool) {
+	if n.cmd == nil {
+		return 0, true
+	}
+	defer func() { n.cmd = nil }()
+	n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+		return n.cmd.ProcessState.ExitCode(), true
+	case <-time.After(timeout):
+		syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+		<-n.exited
+		return -1, false
+	}
+}
+
+func (n *node) socket() string { return filepath.Join(n.runDir, "osd.sock") }
+
+// httpClient talks HTTP over the node's unix socket.
+func (n *node) httpClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", n.socket())
+		},
+	}}
+}
+
+// info asks GET /1.0.
+func (n *node) info() (api.ServerInfo, error) {
+	var info api.ServerInfo
+	resp, err := n.httpClient().Get("http://osd/1.0")
+	if err != nil {
+		return info, err
+	}
+	defer resp.Body.Close()
+	var env api.Response
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return info, err
+	}
+	if env.Type != api.SyncResponse {
+		return info, fmt.Errorf("GET /1.0: %d %s", env.StatusCode, env.Error)
+	}
+	return info, env.MetadataAs(&info)
+}
+
+// waitNodeReady waits until the node is Ready and returns how long that took.
+func (n *node) waitNodeReady(timeout time.Duration) time.Duration {
+	n.t.Helper()
+	start := time.Now()
+	var last api.ServerInfo
+	for time.Since(start) < timeout {
+		select {
+		case <-n.exited:
+			n.t.Fatalf("daemon exited while waiting for the node: %s", n.log.String())
+		default:
+		}
+		if info, err := n.info(); err == nil {
+			last = info
+			if info.Kubernetes.NodeReady {
+				return time.Since(start)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	n.t.Fatalf("node not Ready after %s: %+v", timeout, last.Kubernetes)
+	return 0
+}
+
+func (n *node) kubectl(args ...string) (string, error) {
+	return n.osd(append([]string{"kubectl"}, args...)...)
+}
+
+func (n *node) dumpLogs() {
+	n.t.Logf("daemon output:\n%s", tail(n.log.String(), 60))
+	if b, err := os.ReadFile(filepath.Join(n.stateDir, "logs", "k3s.log")); err == nil {
+		n.t.Logf("k3s.log (tail):\n%s", tail(string(b), 80))
+	}
+	if b, err := os.ReadFile(filepath.Join(n.stateDir, "logs", "containerd.log")); err == nil {
+		n.t.Logf("containerd.log (tail):\n%s", tail(string(b), 40))
+	}
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// processesMatching lists PIDs whose command line contains s.
+func processesMatching(s string) []string {
+	var found []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		cl := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		if strings.Contains(cl, s) && e.Name() != fmt.Sprint(os.Getpid()) {
+			found = append(found, e.Name()+": "+cl)
+		}
+	}
+	return found
+}
