@@ -26,6 +26,19 @@ import (
 // external network or the loop-backed volume group back).
 const configInitialized = "init.requested"
 
+// configGoal is how far converge goes: goalOpenStack (default) or goalKubernetes.
+const (
+	configGoal     = "init.goal"
+	goalOpenStack  = "openstack"
+	goalKubernetes = "kubernetes"
+)
+
+// InitRequest is the body of POST /1.0/init.
+type InitRequest struct {
+	// KubernetesOnly stops after the embedded Kubernetes node is Ready (no OpenStack).
+	KubernetesOnly bool `json:"kubernetes_only,omitempty"`
+}
+
 // InitState is the progress of the current (or last) converge run, as GET /1.0/init
 // answers it.
 type InitState struct {
@@ -34,6 +47,7 @@ type InitState struct {
 	Started  time.Time            `json:"started,omitzero"`
 	Finished time.Time            `json:"finished,omitzero"`
 	Steps    []bootstrap.Event    `json:"steps,omitempty"`
+	Detail   string               `json:"detail,omitempty"` // what the running step is doing now
 	Error    string               `json:"error,omitempty"`
 	Findings []preflight.Finding  `json:"findings,omitempty"`
 	Decision *preflight.Decisions `json:"decisions,omitempty"`
@@ -110,9 +124,14 @@ func (d *Daemon) converge(ctx context.Context, run string) error {
 			return fmt.Errorf("record sysctls: %w", err)
 		}
 	}
-	steps := d.plan(rep.Decisions)
+	goal, _, err := d.db.GetConfig(ctx, configGoal)
+	if err != nil {
+		return err
+	}
+	steps := d.plan(rep.Decisions, goal != goalKubernetes)
 	return bootstrap.Execute(ctx, d.db, run, steps, func(e bootstrap.Event) {
 		d.conv.update(func(s *InitState) {
+			s.Detail = ""
 			if !e.Done {
 				s.Steps = append(s.Steps, e)
 				return
@@ -130,7 +149,7 @@ func (d *Daemon) preflightConfig() preflight.ProbeConfig {
 }
 
 // plan is the ordered list of idempotent steps that make this host an osd node.
-func (d *Daemon) plan(dec preflight.Decisions) []bootstrap.Step {
+func (d *Daemon) plan(dec preflight.Decisions, withOpenStack bool) []bootstrap.Step {
 	ovs := netsetup.DefaultOVSConfig()
 	ovs.Datapath = dec.OVSDatapath
 	steps := []bootstrap.Step{
@@ -183,6 +202,12 @@ func (d *Daemon) plan(dec preflight.Decisions) []bootstrap.Step {
 			bootstrap.Step{Name: "kubernetes", Run: d.ensureKubernetes},
 			bootstrap.Step{Name: "kubernetes-node", Run: d.waitNodeReady},
 		)
+		if withOpenStack {
+			steps = append(steps,
+				bootstrap.Step{Name: "images", Run: d.ensureImages},
+				bootstrap.Step{Name: "openstack", Run: d.ensureOpenStack},
+			)
+		}
 	}
 	return steps
 }
@@ -212,6 +237,17 @@ func (d *Daemon) waitNodeReady(ctx context.Context) (bool, string, error) {
 
 // postInit records that this host is to be an osd node and starts converging it.
 func (d *Daemon) postInit(r *http.Request) rest.Response {
+	var req InitRequest
+	if err := rest.DecodeJSON(r, &req, 4096); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	goal := goalOpenStack
+	if req.KubernetesOnly {
+		goal = goalKubernetes
+	}
+	if err := d.db.SetConfig(r.Context(), configGoal, goal); err != nil {
+		return rest.ErrorResponse(err)
+	}
 	if err := d.db.SetConfig(r.Context(), configInitialized, "true"); err != nil {
 		return rest.ErrorResponse(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
@@ -105,8 +106,13 @@ type Daemon struct {
 	failed     chan error // a supervised part ended on its own
 
 	runCtx context.Context // ends when the daemon stops
-	conv   converger
-	wg     sync.WaitGroup // background work that stop waits for
+
+	builderOnce sync.Once
+	imgBuilder  *images.Builder
+	imagesBusy  sync.Mutex // one image build or import at a time
+	ops         operations
+	conv        converger
+	wg          sync.WaitGroup // background work that stop waits for
 
 	stopOnce sync.Once
 	undoMu   sync.Mutex

@@ -13,6 +13,11 @@ func (d *Daemon) endpoints() []rest.Endpoint {
 		{Path: "journal", Get: rest.Action{Handler: d.getJournal}},
 		{Path: "init", Get: rest.Action{Handler: d.getInit}, Post: rest.Action{Handler: d.postInit}},
 		{Path: "preflight", Get: rest.Action{Handler: d.getPreflight}},
+		{Path: "operations/{id}", Get: rest.Action{Handler: d.getOperation}},
+		{Path: "images", Get: rest.Action{Handler: d.getImages}},
+		{Path: "images/build", Post: rest.Action{Handler: d.postImagesBuild}},
+		{Path: "images/export", Post: rest.Action{Handler: d.postImagesExport}},
+		{Path: "images/import", Post: rest.Action{Handler: d.postImagesImport}},
 	}
 }
 

@@ -62,17 +62,6 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 		}
 	}
 	var errs []error
-	sysctls := map[string]string{}
-	if v := conf[configSysctls]; v != "" {
-		json.Unmarshal([]byte(v), &sysctls)
-	}
-	rep, err := k3s.Cleanup(ctx, cfg.paths(), sysctls)
-	errs = append(errs, err)
-	fmt.Fprintf(out, "killed %d processes, unmounted %d mounts\n", rep.Killed, rep.Unmounted)
-	for _, r := range rep.Removed {
-		fmt.Fprintf(out, "removed %s\n", r)
-	}
-
 	if conf[configInitialized] == "true" {
 		ovs := netsetup.DefaultOVSConfig()
 		var ext netsetup.ExternalNetwork
@@ -108,6 +97,18 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 			}
 		}
 	}
+	// Kubernetes' leftovers, and the kernel settings as they were before osd's first run.
+	sysctls := map[string]string{}
+	if v := conf[configSysctls]; v != "" {
+		json.Unmarshal([]byte(v), &sysctls)
+	}
+	rep, err := k3s.Cleanup(ctx, cfg.paths(), sysctls)
+	errs = append(errs, err)
+	fmt.Fprintf(out, "killed %d processes, unmounted %d mounts\n", rep.Killed, rep.Unmounted)
+	for _, r := range rep.Removed {
+		fmt.Fprintf(out, "removed %s\n", r)
+	}
+
 	// The state dir goes last: it held what the steps above needed to know.
 	for _, d := range []string{cfg.RunDir, cfg.StateDir} {
 		if err := os.RemoveAll(d); err != nil {

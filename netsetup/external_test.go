@@ -107,12 +107,16 @@ func TestExternalNetworkNAT(t *testing.T) {
 func TestExternalNetworkIdempotentAndTeardown(t *testing.T) {
 	requireHost(t)
 	l := newNATLab(t)
+	// A new namespace copies the host's ip_forward; start from 0 so that restoring it is seen.
+	if err := writeIPForward(l.host, "0"); err != nil {
+		t.Fatal(err)
+	}
 	fwdBefore, err := readIPForward(l.host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fwdBefore != "0" {
-		t.Fatalf("ip_forward in a new namespace = %s, want 0", fwdBefore)
+		t.Fatalf("ip_forward in the test namespace = %s after setting it to 0", fwdBefore)
 	}
 	if changed, _ := l.ensure(t); !changed {
 		t.Fatalf("EnsureExternalNetwork(cold) changed = false, want true")

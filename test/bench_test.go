@@ -23,12 +23,12 @@ func BenchmarkDaemon(b *testing.B) {
 	n := newNode(b)
 	n.start()
 	t0 := time.Now()
-	if out, err := n.osd("init", "--timeout", "5m"); err != nil {
+	if out, err := n.osd("init", "--kubernetes-only", "--timeout", "5m"); err != nil {
 		b.Fatalf("osd init: %v\n%s", err, out)
 	}
 	ready := time.Since(t0)
 	t0 = time.Now()
-	if out, err := n.osd("init"); err != nil {
+	if out, err := n.osd("init", "--kubernetes-only"); err != nil {
 		b.Fatalf("osd init (no-op): %v\n%s", err, out)
 	}
 	noop := time.Since(t0)

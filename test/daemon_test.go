@@ -23,10 +23,11 @@ import (
 // host and checks that nothing osd made is left.
 func TestDaemonLifecycle(t *testing.T) {
 	requireRoot(t)
+	fwdBefore, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	n := newNode(t)
 	n.start()
 	t0 := time.Now()
-	out, err := n.osd("init", "--timeout", "5m")
+	out, err := n.osd("init", "--kubernetes-only", "--timeout", "5m")
 	if err != nil {
 		t.Fatalf("osd init: %v\n%s", err, out)
 	}
@@ -35,7 +36,7 @@ func TestDaemonLifecycle(t *testing.T) {
 
 	t.Run("init again changes nothing", func(t *testing.T) {
 		t0 := time.Now()
-		out, err := n.osd("init")
+		out, err := n.osd("init", "--kubernetes-only")
 		if err != nil {
 			t.Fatalf("second osd init: %v\n%s", err, out)
 		}
@@ -218,6 +219,12 @@ func TestDaemonLifecycle(t *testing.T) {
 		}
 		if _, err := os.Stat(n.stateDir); err == nil {
 			t.Errorf("state dir %s left after reset", n.stateDir)
+		}
+		if fwd, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); string(fwd) != string(fwdBefore) {
+			t.Errorf("ip_forward after reset = %q, want %q as before the test", fwd, fwdBefore)
+		}
+		if _, err := os.Stat("/sys/class/net/br-ex"); err == nil {
+			t.Errorf("br-ex left after reset")
 		}
 	})
 }

@@ -22,6 +22,7 @@ import (
 
 func newInitCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
+	var req daemon.InitRequest
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Bring this host up as an osd cloud (idempotent: re-run it at any time)",
@@ -41,10 +42,11 @@ func newInitCmd(g *globals) *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			p := newProgress(os.Stdout)
-			return runInit(ctx, g, p)
+			return runInit(ctx, g, p, req)
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long (a re-run resumes where this one stopped)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Minute, "give up waiting after this long (the daemon keeps converging; a re-run follows it)")
+	cmd.Flags().BoolVar(&req.KubernetesOnly, "kubernetes-only", false, "stop once the host and its embedded Kubernetes node are ready (no OpenStack)")
 	return cmd
 }
 
@@ -68,7 +70,7 @@ func lockInit(stateDir string) (func(), error) {
 	return func() { f.Truncate(0); f.Close() }, nil
 }
 
-func runInit(ctx context.Context, g *globals, p *progress) error {
+func runInit(ctx context.Context, g *globals, p *progress, req daemon.InitRequest) error {
 	c := g.client()
 	p.step("osd daemon")
 	if err := ensureDaemon(ctx, g, c); err != nil {
@@ -77,7 +79,7 @@ func runInit(ctx context.Context, g *globals, p *progress) error {
 	}
 	p.ok("running")
 	var st daemon.InitState
-	if err := c.Query(ctx, "POST", "init", map[string]any{}, &st); err != nil {
+	if err := c.Query(ctx, "POST", "init", req, &st); err != nil {
 		return err
 	}
 	shown := 0 // steps already printed as finished
@@ -113,8 +115,13 @@ func runInit(ctx context.Context, g *globals, p *progress) error {
 		switch st.State {
 		case "succeeded":
 			p.done()
-			fmt.Fprintf(p.w, "\nosd is up. Kubernetes admin config: %s (0600)\n", filepath.Join(g.stateDir, "kubeconfig"))
-			fmt.Fprintf(p.w, "Try: osd status; osd kubectl get pods -A\n")
+			fmt.Fprintf(p.w, "\nosd is up.\n")
+			clouds := filepath.Join(g.stateDir, "clouds.yaml")
+			if _, err := os.Stat(clouds); err == nil {
+				fmt.Fprintf(p.w, "OpenStack admin credentials: %s (cloud \"osd\") and %s (0600).\n", clouds, filepath.Join(g.stateDir, "admin-openrc"))
+				fmt.Fprintf(p.w, "Try: OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=osd openstack token issue\n", clouds)
+			}
+			fmt.Fprintf(p.w, "Kubernetes admin config: %s (0600). Try: osd status; osd kubectl get pods -A\n", filepath.Join(g.stateDir, "kubeconfig"))
 			return nil
 		case "failed":
 			for _, f := range st.Findings {
@@ -125,9 +132,13 @@ func runInit(ctx context.Context, g *globals, p *progress) error {
 			fmt.Fprintf(p.w, "osd init failed: %s\nFix the cause and run osd init again: it resumes where it stopped.\n", st.Error)
 			return exitError{1}
 		}
-		if shown < len(st.Steps) && strings.HasPrefix(st.Steps[shown].Step, "kubernetes") {
-			info, _ := c.ServerInfo(ctx)
-			p.waiting(info.Kubernetes.Reason)
+		if shown < len(st.Steps) {
+			if st.Detail != "" {
+				p.waiting(st.Detail)
+			} else if strings.HasPrefix(st.Steps[shown].Step, "kubernetes") {
+				info, _ := c.ServerInfo(ctx)
+				p.waiting(info.Kubernetes.Reason)
+			}
 		}
 		select {
 		case <-ctx.Done():

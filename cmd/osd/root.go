@@ -49,6 +49,7 @@ func newRootCmd() *cobra.Command {
 		newDaemonCmd(g),
 		newInitCmd(g),
 		newPreflightCmd(g),
+		newImagesCmd(g),
 		newStatusCmd(g),
 		newVersionCmd(g),
 		newResetCmd(g),

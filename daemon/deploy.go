@@ -1,0 +1,283 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/charts"
+	"github.com/osdcloud/osd/daemon/k3s"
+)
+
+// deployImages are the images the services osd deploys today run from.
+var deployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "openstack"}
+
+// builder is the daemon's image builder (one per daemon, shared by init and the API).
+func (d *Daemon) builder() *images.Builder {
+	d.builderOnce.Do(func() {
+		d.imgBuilder = &images.Builder{StateDir: d.cfg.StateDir, Log: slog.Default().With("component", "images")}
+	})
+	return d.imgBuilder
+}
+
+// ensureImages is the converge step that builds (or finds cached) every image the
+// deployment needs and imports into containerd those it does not hold at that digest.
+func (d *Daemon) ensureImages(ctx context.Context) (bool, string, error) {
+	d.imagesBusy.Lock()
+	defer d.imagesBusy.Unlock()
+	b := d.builder()
+	var mu sync.Mutex
+	last := time.Time{}
+	b.Progress = func(e images.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < time.Second && e.Step != "done" {
+			return
+		}
+		last = time.Now()
+		msg := e.Image + ": " + e.Step
+		if e.Total > 0 {
+			msg += fmt.Sprintf(" %d/%d packages", e.Packages, e.Total)
+		}
+		if e.MB > 0 {
+			msg += fmt.Sprintf(" %.0f MB", e.MB)
+		}
+		d.conv.update(func(s *InitState) { s.Detail = msg })
+	}
+	defer func() { b.Progress = nil }()
+	results, err := b.BuildAll(ctx, deployImages...)
+	if err != nil {
+		return false, "", err
+	}
+	built := 0
+	for _, r := range results {
+		if !r.Cached {
+			built++
+		}
+	}
+	imported, err := d.importStored(ctx, deployImages...)
+	if err != nil {
+		return built > 0, "", err
+	}
+	return built > 0 || len(imported) > 0, fmt.Sprintf("%d built, %d cached, %d imported into containerd", built, len(results)-built, len(imported)), nil
+}
+
+// importStored imports the named stored images whose digest containerd does not have.
+func (d *Daemon) importStored(ctx context.Context, names ...string) ([]string, error) {
+	store, err := d.builder().Store()
+	if err != nil {
+		return nil, err
+	}
+	sock := d.k3sConfig().ContainerdSocket()
+	refs := map[string]v1.Image{}
+	for _, n := range names {
+		img, st, err := store.Get(n)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", n, err)
+		}
+		have, err := k3s.ImageDigest(ctx, sock, st.Ref)
+		if err != nil {
+			return nil, err
+		}
+		if have != st.Digest {
+			refs[st.Ref] = img
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(images.WriteOCIArchive(pw, refs)) }()
+	got, err := k3s.ImportArchive(ctx, sock, pr)
+	pr.CloseWithError(err)
+	return got, err
+}
+
+// kubeClients are the clients the deployment controller uses.
+type kubeClients struct {
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+	apiext  apiextensions.Interface
+	helm    *helmclient.Client
+}
+
+func (d *Daemon) clients() (*kubeClients, error) {
+	rc, err := k3s.RESTConfig(d.cfg.paths())
+	if err != nil {
+		return nil, err
+	}
+	kc := &kubeClients{}
+	if kc.kube, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	if kc.dynamic, err = dynamic.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	if kc.apiext, err = apiextensions.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	kc.helm = helmclient.New(rc, deploy.ValuesHash, slog.Default().With("component", "helm"))
+	return kc, nil
+}
+
+// controller is the deployment controller bound to this daemon's cluster.
+func (d *Daemon) controller() (*deploy.Controller, *kubeClients, error) {
+	kc, err := d.clients()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &deploy.Controller{Kube: kc.kube, Dynamic: kc.dynamic, Helm: kc.helm, Charts: charts.FS,
+		Log: slog.Default().With("component", "deploy")}, kc, nil
+}
+
+// deploymentSpec is the OpenStackDeployment osd asks for on this host.
+func (d *Daemon) deploymentSpec() (deploy.DeploymentSpec, error) {
+	spec := deploy.DeploymentSpec{Profile: "single-node", Images: map[string]string{}}
+	for _, n := range deployImages {
+		r, ok := images.RecipeByName(n)
+		if !ok {
+			return spec, fmt.Errorf("no recipe for image %s", n)
+		}
+		spec.Images[n] = r.Ref
+	}
+	spec.Services = map[string]deploy.ServiceSpec{
+		"keystone": {Overrides: map[string]any{"endpoints": map[string]any{"public": d.keystonePublicURL()}}},
+	}
+	return spec, nil
+}
+
+// keystonePublicURL is Keystone's address for clients on the host and the network.
+func (d *Daemon) keystonePublicURL() string {
+	ip := d.cfg.NodeIP
+	if ip == "" {
+		ip = defaultRouteIP()
+	}
+	return fmt.Sprintf("http://%s/v3", net.JoinHostPort(ip, fmt.Sprint(deploy.KeystoneNodePort)))
+}
+
+// defaultRouteIP is the host address used to reach the default gateway (127.0.0.1 if none).
+func defaultRouteIP() string {
+	c, err := net.Dial("udp4", "192.0.2.1:9") // no packet is sent: UDP connect only picks a route
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// ensureOpenStack is the converge step that applies the OpenStackDeployment and waits
+// until every release is Ready, then writes the admin credentials.
+func (d *Daemon) ensureOpenStack(ctx context.Context) (bool, string, error) {
+	c, kc, err := d.controller()
+	if err != nil {
+		return false, "", err
+	}
+	spec, err := d.deploymentSpec()
+	if err != nil {
+		return false, "", err
+	}
+	if err := c.EnsureDeployment(ctx, kc.apiext, spec); err != nil {
+		return false, "", err
+	}
+	if _, err := c.RetryFailed(ctx); err != nil {
+		return false, "", err
+	}
+	changed := false
+	res, err := c.UntilReady(ctx, func(r deploy.Result, err error) {
+		if len(r.Actions) > 0 {
+			changed = true
+		}
+		d.conv.update(func(s *InitState) { s.Detail = deploymentProgress(r, err) })
+	})
+	if err != nil {
+		return changed, deploymentProgress(res, nil), err
+	}
+	creds, err := deploy.ReadAdminCredentials(ctx, kc.kube, deploy.Namespace, d.keystonePublicURL())
+	if err != nil {
+		return changed, "", err
+	}
+	wrote, err := d.writeCredentials(creds)
+	return changed || wrote, fmt.Sprintf("%d releases ready; credentials in %s", len(res.Status.Children), d.cloudsPath()), err
+}
+
+// deploymentProgress is one line saying where each release stands.
+func deploymentProgress(r deploy.Result, err error) string {
+	var parts []string
+	names := make([]string, 0, len(r.Status.Children))
+	for n := range r.Status.Children {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ch := r.Status.Children[n]
+		p := n + " " + ch.State
+		if ch.State != deploy.StateReady && ch.Message != "" {
+			p += " (" + ch.Message + ")"
+		}
+		parts = append(parts, p)
+	}
+	s := strings.Join(parts, ", ")
+	if err != nil {
+		s += "; last pass: " + err.Error()
+	}
+	return s
+}
+
+func (d *Daemon) cloudsPath() string { return filepath.Join(d.cfg.StateDir, "clouds.yaml") }
+func (d *Daemon) openrcPath() string { return filepath.Join(d.cfg.StateDir, "admin-openrc") }
+
+// writeCredentials writes clouds.yaml and admin-openrc (0600) unless they are current.
+func (d *Daemon) writeCredentials(c deploy.AdminCredentials) (bool, error) {
+	clouds, err := c.CloudsYAML("osd")
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for path, data := range map[string][]byte{d.cloudsPath(): clouds, d.openrcPath(): []byte(c.OpenRC())} {
+		if cur, err := os.ReadFile(path); err == nil && string(cur) == string(data) {
+			continue
+		}
+		if err := writePrivate(path, data); err != nil {
+			return changed, err
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// writePrivate writes a 0600 file atomically.
+func writePrivate(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
