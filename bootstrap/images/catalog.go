@@ -80,7 +80,7 @@ func Recipes() []Recipe {
 				"cinder-api", "cinder-scheduler", "cinder-volume",
 				"heat-api", "heat-api-cfn", "heat-engine",
 				"openstack-dashboard", "openstack-dashboard-apache",
-				"python3-openstackclient", "python3-pymysql", "python3-memcache",
+				"python3-openstackclient", "python3-pymysql", "python3-memcache", "mariadb-client",
 				"uwsgi-core", "uwsgi-plugin-python3", "ca-certificates", "iproute2", "procps", "lvm2", "thin-provisioning-tools",
 			},
 			Groups: []Group{},
