@@ -231,7 +231,7 @@ func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFil
 	clock.done("mmdebstrap")
 	b.emit(Event{Image: r.Name, Step: "pack", Message: "packing root filesystem"})
 	layer, err := LayerFromDir(rootfs, DirOptions{
-		Exclude:          RootfsExcludes,
+		Exclude:          append(append([]string(nil), RootfsExcludes...), r.Exclude...),
 		KeepMtimesBefore: started.Add(-time.Second),
 		LayerFile:        layerFile,
 		Progress: func(n int, bytes int64) {

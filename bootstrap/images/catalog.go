@@ -129,19 +129,25 @@ func Recipes() []Recipe {
 			Name: "mariadb", Ref: imageRefPrefix + "mariadb" + imageRefVersion, Kind: KindDebian,
 			Suite: DefaultSuite, Variant: defaultVariant,
 			Packages: []string{"mariadb-server", "mariadb-client"},
-			Users:    []User{{Name: "mysql", UID: UIDMySQL, GID: UIDMySQL, Home: "/nonexistent", Shell: "/bin/false"}},
-			Cmd:      []string{"/usr/sbin/mariadbd"},
-			User:     "mysql",
-			Env:      []string{"LANG=C.UTF-8"},
+			// The package initializes a datadir at install; the chart does it
+			// on the volume at deploy time.
+			Exclude: []string{"var/lib/mysql/*"},
+			Users:   []User{{Name: "mysql", UID: UIDMySQL, GID: UIDMySQL, Home: "/nonexistent", Shell: "/bin/false"}},
+			Cmd:     []string{"/usr/sbin/mariadbd"},
+			User:    "mysql",
+			Env:     []string{"LANG=C.UTF-8"},
 		},
 		{
 			Name: "rabbitmq", Ref: imageRefPrefix + "rabbitmq" + imageRefVersion, Kind: KindDebian,
 			Suite: DefaultSuite, Variant: defaultVariant,
 			Packages: []string{"rabbitmq-server"},
-			Users:    []User{{Name: "rabbitmq", UID: UIDRabbitMQ, GID: UIDRabbitMQ, Home: "/var/lib/rabbitmq", Shell: "/bin/sh"}},
-			Cmd:      []string{"/usr/sbin/rabbitmq-server"},
-			User:     "rabbitmq",
-			Env:      []string{"LANG=C.UTF-8", "HOME=/var/lib/rabbitmq"},
+			// The Erlang cookie is a cluster secret the postinst generates:
+			// each deployment makes its own.
+			Exclude: []string{"var/lib/rabbitmq/.erlang.cookie"},
+			Users:   []User{{Name: "rabbitmq", UID: UIDRabbitMQ, GID: UIDRabbitMQ, Home: "/var/lib/rabbitmq", Shell: "/bin/sh"}},
+			Cmd:     []string{"/usr/sbin/rabbitmq-server"},
+			User:    "rabbitmq",
+			Env:     []string{"LANG=C.UTF-8", "HOME=/var/lib/rabbitmq"},
 		},
 		{
 			Name: "memcached", Ref: imageRefPrefix + "memcached" + imageRefVersion, Kind: KindDebian,

@@ -40,6 +40,7 @@ func TestBuildCatalogImages(t *testing.T) {
 	type want struct {
 		files  []string
 		passwd []string
+		absent []string // build-time secrets and state that must not ship
 	}
 	wants := map[string]want{
 		"pause":   {files: []string{"pause"}},
@@ -53,8 +54,8 @@ func TestBuildCatalogImages(t *testing.T) {
 		},
 		"compute":   {files: []string{"usr/bin/nova-compute", "usr/sbin/libvirtd", "usr/bin/qemu-system-x86_64"}, passwd: []string{"nova:x:64060:64060:", "libvirt-qemu:x:920:920:"}},
 		"ovn":       {files: []string{"usr/bin/ovn-northd", "usr/bin/ovn-controller", "usr/sbin/ovs-vswitchd", "usr/sbin/ovsdb-server"}},
-		"mariadb":   {files: []string{"usr/sbin/mariadbd"}, passwd: []string{"mysql:x:910:910:"}},
-		"rabbitmq":  {files: []string{"usr/lib/rabbitmq/bin/rabbitmq-server"}, passwd: []string{"rabbitmq:x:911:911:"}},
+		"mariadb":   {files: []string{"usr/sbin/mariadbd", "var/lib/mysql"}, passwd: []string{"mysql:x:910:910:"}, absent: []string{"var/lib/mysql/mysql"}},
+		"rabbitmq":  {files: []string{"usr/lib/rabbitmq/bin/rabbitmq-server"}, passwd: []string{"rabbitmq:x:911:911:"}, absent: []string{"var/lib/rabbitmq/.erlang.cookie"}},
 		"memcached": {files: []string{"usr/bin/memcached"}, passwd: []string{"memcache:x:912:912:"}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
@@ -82,6 +83,11 @@ func TestBuildCatalogImages(t *testing.T) {
 				}
 				if h.Typeflag == tar.TypeReg && h.Mode&0o111 == 0 && !strings.HasPrefix(f, "etc/") {
 					t.Errorf("%s image %s mode %o, want executable", r.Name, f, h.Mode)
+				}
+			}
+			for _, f := range w.absent {
+				if _, ok := entries[f]; ok {
+					t.Errorf("%s image has %s, want it left out", r.Name, f)
 				}
 			}
 			if len(w.passwd) > 0 {

@@ -62,7 +62,12 @@ type Recipe struct {
 	// Debconf lines for debconf-set-selections, set before packages install.
 	Debconf []string `json:",omitempty"`
 	// Files are added to the image after the packages are installed.
-	Files      []File   `json:",omitempty"`
+	Files []File `json:",omitempty"`
+	// Exclude lists more paths (path.Match patterns, relative) to leave out
+	// of the image besides RootfsExcludes: state that maintainer scripts
+	// generate at build time but that must be made per deployment (secrets,
+	// initialized databases).
+	Exclude    []string `json:",omitempty"`
 	Go         *GoBuild `json:",omitempty"`
 	Entrypoint []string `json:",omitempty"`
 	Cmd        []string `json:",omitempty"`
