@@ -38,6 +38,11 @@ up: build
 bench: build
 	OSD_BENCH=1 $(GOTEST) -run '^$$' -bench . -benchtime 1x -count 1 -timeout 60m ./... | tee bench-output.txt
 
+# The end-to-end deployment: osd init with every service image, a daemon killed mid-way,
+# convergence, Keystone tokens through Debian's openstack client, a no-op re-run.
+e2e: build
+	OSD_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E' ./test/ 2>&1 | tee e2e-output.txt; exit $${PIPESTATUS[0]}
+
 fuzz:
 	$(GOTEST) -run '^$$' -fuzz FuzzDecodeRequest -fuzztime 20s ./daemon/rest/
 

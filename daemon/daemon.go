@@ -27,12 +27,16 @@ import (
 const (
 	DefaultStateDir = "/var/lib/osd"
 	DefaultRunDir   = "/run/osd"
+	// DefaultCacheDir keeps built images and downloaded packages; osd reset leaves it,
+	// so a host set up again does not rebuild what it had.
+	DefaultCacheDir = "/var/cache/osd"
 )
 
 // Config is how a daemon is started.
 type Config struct {
 	StateDir string
 	RunDir   string
+	CacheDir string // image store and package cache
 	Socket   string // default RunDir/osd.sock
 	NodeName string // default the host name
 	NodeIP   string
@@ -56,10 +60,13 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.RunDir == "" {
 		c.RunDir = DefaultRunDir
 	}
+	if c.CacheDir == "" {
+		c.CacheDir = DefaultCacheDir
+	}
 	if c.Socket == "" {
 		c.Socket = filepath.Join(c.RunDir, "osd.sock")
 	}
-	for _, p := range []*string{&c.StateDir, &c.RunDir, &c.Socket} {
+	for _, p := range []*string{&c.StateDir, &c.RunDir, &c.CacheDir, &c.Socket} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return c, err

@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +17,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/charts"
 	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/rest"
 )
 
 // deployImages are the images the services osd deploys today run from.
@@ -31,7 +35,7 @@ var deployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "open
 // builder is the daemon's image builder (one per daemon, shared by init and the API).
 func (d *Daemon) builder() *images.Builder {
 	d.builderOnce.Do(func() {
-		d.imgBuilder = &images.Builder{StateDir: d.cfg.StateDir, Log: slog.Default().With("component", "images")}
+		d.imgBuilder = &images.Builder{StateDir: d.cfg.CacheDir, Log: slog.Default().With("component", "images")}
 	})
 	return d.imgBuilder
 }
@@ -280,4 +284,24 @@ func writePrivate(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// getDeployment answers the OpenStackDeployment's status: each release and each workload
+// with the reason it is not ready.
+func (d *Daemon) getDeployment(r *http.Request) rest.Response {
+	if d.server == nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "the embedded Kubernetes is not running: run osd init"))
+	}
+	kc, err := d.clients()
+	if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "%v", err))
+	}
+	dep, err := deploy.Deployments{Client: kc.dynamic}.Get(r.Context(), deploy.Namespace, deploy.DefaultName)
+	if apierrors.IsNotFound(errors.Unwrap(err)) || apierrors.IsNotFound(err) {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotFound, "no OpenStack deployment yet: osd init creates it"))
+	}
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	return rest.SyncResponse(dep.Status)
 }

@@ -52,7 +52,7 @@ func (d *Daemon) postImagesBuild(r *http.Request) rest.Response {
 	}
 	op := d.ops.start(d.runCtx, &d.wg, "images-build", func(ctx context.Context, emit func(string)) (any, error) {
 		defer d.imagesBusy.Unlock()
-		b := &images.Builder{StateDir: d.cfg.StateDir, Progress: buildReporter(emit)}
+		b := &images.Builder{StateDir: d.cfg.CacheDir, Progress: buildReporter(emit)}
 		res, err := b.BuildAll(ctx, req.Names...)
 		for _, x := range res {
 			how := "built"

@@ -48,6 +48,7 @@ func newDaemonCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&cfg.CacheDir, "cache-dir", daemon.DefaultCacheDir, "where built images and downloaded packages are kept (osd reset leaves it)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "Kubernetes node name (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "address the node advertises (default: the address of the default route)")
 	f.BoolVar(&cfg.KeepWorkloads, "keep-workloads", false, "leave pod containers running when the daemon stops (for upgrades)")

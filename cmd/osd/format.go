@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/osdcloud/osd/daemon/api"
 )
 
 // Output formats of the commands that print data.
@@ -37,9 +36,11 @@ func render(w io.Writer, format string, v any, table func(*tabwriter.Writer)) er
 	}
 }
 
-// statusTable is the human view of the daemon's state.
-func statusTable(info api.ServerInfo) func(*tabwriter.Writer) {
+// statusTable is the human view of the daemon's state: the daemon, Kubernetes, the last
+// converge run, and every release and workload with the reason when not ready.
+func statusTable(st statusView) func(*tabwriter.Writer) {
 	return func(tw *tabwriter.Writer) {
+		info := st.ServerInfo
 		fmt.Fprintf(tw, "daemon\t%s (version %s, up %s)\n", info.State, info.Version, info.Uptime)
 		fmt.Fprintf(tw, "state dir\t%s\n", info.StateDir)
 		k := info.Kubernetes
@@ -55,6 +56,49 @@ func statusTable(info api.ServerInfo) func(*tabwriter.Writer) {
 		fmt.Fprintf(tw, "node %s\t%s\n", k.NodeName, node)
 		if k.Reason != "" {
 			fmt.Fprintf(tw, "why\t%s\n", k.Reason)
+		}
+		if in := st.Init; in != nil && in.State != "idle" {
+			line := in.State
+			if n := len(in.Steps); n > 0 && in.State == "running" {
+				line += ": step " + in.Steps[n-1].Step
+				if in.Detail != "" {
+					line += " (" + in.Detail + ")"
+				}
+			}
+			if in.Error != "" {
+				line += ": " + in.Error
+			}
+			fmt.Fprintf(tw, "host converge\t%s\n", line)
+		}
+		if dep := st.Deployment; dep != nil {
+			names := make([]string, 0, len(dep.Children))
+			for n := range dep.Children {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				ch := dep.Children[n]
+				line := ch.State
+				if ch.Revision > 0 {
+					line += fmt.Sprintf(" (revision %d)", ch.Revision)
+				}
+				if ch.Message != "" && ch.State != "ready" {
+					line += ": " + ch.Message
+				}
+				fmt.Fprintf(tw, "release %s\t%s\n", n, line)
+			}
+			keys := make([]string, 0, len(dep.Health))
+			for k := range dep.Health {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				h := dep.Health[k]
+				if h.Reason == "" {
+					continue
+				}
+				fmt.Fprintf(tw, "  %s/%s\t%d/%d ready: %s\n", h.Kind, h.Name, h.Ready, h.Desired, h.Reason)
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/api"
 )
 
@@ -31,7 +32,7 @@ func TestRenderStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			err := render(&b, tt.format, tt.info, statusTable(tt.info))
+			err := render(&b, tt.format, tt.info, statusTable(statusView{ServerInfo: tt.info}))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("render(%s) error = %v, want error %v", tt.format, err, tt.wantErr)
 			}
@@ -84,5 +85,30 @@ func TestToolArgs(t *testing.T) {
 	got := toolArgs([]string{"osd", "--state-dir", "/x", "kubectl", "get", "kubectl"}, "kubectl")
 	if strings.Join(got, " ") != "get kubectl" {
 		t.Errorf("toolArgs() = %v, want [get kubectl]", got)
+	}
+}
+
+func TestStatusTableDeployment(t *testing.T) {
+	st := statusView{ServerInfo: api.ServerInfo{State: api.StateRunning}, Deployment: &deploy.DeploymentStatus{
+		Children: map[string]deploy.ChildStatus{
+			"keystone": {State: "installing", Revision: 1, Message: "waiting for workloads"},
+			"mariadb":  {State: "ready", Revision: 2},
+		},
+		Health: map[string]deploy.WorkloadHealth{
+			"Job/openstack/keystone-init":   {Kind: "Job", Name: "keystone-init", Desired: 1, Reason: "init container db-sync: CrashLoopBackOff"},
+			"StatefulSet/openstack/mariadb": {Kind: "StatefulSet", Name: "mariadb", Ready: 1, Desired: 1},
+		},
+	}}
+	var b bytes.Buffer
+	if err := render(&b, "table", st, statusTable(st)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"release keystone", "installing (revision 1): waiting for workloads", "release mariadb", "ready (revision 2)", "Job/keystone-init", "CrashLoopBackOff"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status table = %q, want it to contain %q", b.String(), want)
+		}
+	}
+	if strings.Contains(b.String(), "StatefulSet/mariadb") {
+		t.Errorf("status table lists a ready workload: %q", b.String())
 	}
 }

@@ -6,8 +6,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon"
 	"github.com/osdcloud/osd/daemon/api"
 )
+
+// statusView is everything osd status shows.
+type statusView struct {
+	api.ServerInfo
+	Init       *daemon.InitState        `json:"init,omitempty"`
+	Deployment *deploy.DeploymentStatus `json:"deployment,omitempty"`
+}
 
 func newStatusCmd(g *globals) *cobra.Command {
 	var format string
@@ -19,11 +28,22 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			info, err := g.client().ServerInfo(cmd.Context())
+			c := g.client()
+			info, err := c.ServerInfo(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return render(os.Stdout, format, info, statusTable(info))
+			var st statusView
+			st.ServerInfo = info
+			var init daemon.InitState
+			if err := c.Query(cmd.Context(), "GET", "init", nil, &init); err == nil {
+				st.Init = &init
+			}
+			var dep deploy.DeploymentStatus
+			if err := c.Query(cmd.Context(), "GET", "deployment", nil, &dep); err == nil {
+				st.Deployment = &dep
+			}
+			return render(os.Stdout, format, st, statusTable(st))
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table, json or yaml")

@@ -2,6 +2,7 @@ package k3s
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -181,6 +182,24 @@ func TestIsShimPublish(t *testing.T) {
 	for _, tt := range tests {
 		if got := isShimPublish(tt.args); got != tt.want {
 			t.Errorf("isShimPublish(%v) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
+
+func TestReadyzReason(t *testing.T) {
+	tests := []struct {
+		name, body string
+		err        error
+		want       string
+	}{
+		{"hooks", "[+]ping ok\n[-]poststarthook/start-informers failed: reason withheld\n[-]etcd failed: reason withheld\nreadyz check failed", nil,
+			"API server starting: waiting for start-informers, etcd"},
+		{"no answer", "", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), "API server not answering: dial tcp"},
+		{"odd body", "something", nil, "API server not ready: something"},
+	}
+	for _, tt := range tests {
+		if got := ReadyzReason(tt.body, tt.err); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("ReadyzReason(%s) = %q, want prefix %q", tt.name, got, tt.want)
 		}
 	}
 }

@@ -38,13 +38,9 @@ func RESTConfig(p Paths) (*rest.Config, error) {
 // Probe asks the API server about readiness and the node's state.
 func Probe(ctx context.Context, cs kubernetes.Interface, node string) NodeState {
 	var st NodeState
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		st.Reason = "API server not ready: " + firstLine(err.Error())
-		return st
-	}
-	if strings.TrimSpace(string(body)) != "ok" {
-		st.Reason = "API server not ready: " + firstLine(string(body))
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(body), "readyz check passed") {
+		st.Reason = ReadyzReason(string(body), err)
 		return st
 	}
 	st.APIReady = true
@@ -60,6 +56,28 @@ func Probe(ctx context.Context, cs kubernetes.Interface, node string) NodeState 
 	st.PodCIDR = n.Spec.PodCIDR
 	st.NodeReady, st.Reason = NodeReadiness(n)
 	return st
+}
+
+// ReadyzReason turns the API server's verbose /readyz answer (or the error of asking)
+// into one line naming the checks that do not pass yet.
+func ReadyzReason(body string, err error) string {
+	var failing []string
+	for _, l := range strings.Split(body, "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "[-]"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			failing = append(failing, strings.TrimPrefix(name, "poststarthook/"))
+		}
+	}
+	if len(failing) > 0 {
+		if len(failing) > 4 {
+			failing = append(failing[:4], fmt.Sprintf("and %d more", len(failing)-4))
+		}
+		return "API server starting: waiting for " + strings.Join(failing, ", ")
+	}
+	if err != nil {
+		return "API server not answering: " + firstLine(err.Error())
+	}
+	return "API server not ready: " + firstLine(body)
 }
 
 // NodeReadiness says whether n is Ready and, when not, why (pure).

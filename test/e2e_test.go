@@ -1,0 +1,193 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/osdcloud/osd/bootstrap/deploy"
+)
+
+// requireE2E gates the end-to-end suite: it builds (or reuses from the cache dir) every
+// service image and deploys OpenStack, which takes minutes.
+func requireE2E(t testing.TB) {
+	requireRoot(t)
+	if os.Getenv("OSD_E2E") == "" {
+		t.Skip("set OSD_E2E=1 (make e2e) to run the end-to-end deployment")
+	}
+	if _, err := exec.LookPath("openstack"); err != nil {
+		t.Fatal("the openstack client (Debian's python3-openstackclient) is missing: run test/deps.sh")
+	}
+}
+
+// query asks the daemon's API and decodes the answer's metadata into out.
+func (n *node) query(path string, out any) error {
+	resp, err := n.httpClient().Get("http://osd/1.0/" + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Type     string          `json:"type"`
+		Error    string          `json:"error"`
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return err
+	}
+	if env.Type == "error" {
+		return fmt.Errorf("GET %s: %s", path, env.Error)
+	}
+	return json.Unmarshal(env.Metadata, out)
+}
+
+// openstack runs Debian's openstackclient with the clouds.yaml osd wrote.
+func (n *node) openstack(args ...string) (string, error) {
+	cmd := exec.Command("openstack", args...)
+	cmd.Env = append(os.Environ(), "OS_CLIENT_CONFIG_FILE="+filepath.Join(n.stateDir, "clouds.yaml"), "OS_CLOUD=osd")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestOpenStackE2E deploys the foundation services and Keystone with osd init, kills the
+// daemon in the middle of the deployment, restarts it and re-runs osd init, and checks
+// that the cloud converged with nothing duplicated, that Debian's openstack client gets a
+// token with the written clouds.yaml, and that a further osd init changes no release.
+func TestOpenStackE2E(t *testing.T) {
+	requireE2E(t)
+	n := newNode(t)
+	n.start()
+	t0 := time.Now()
+
+	// First init, killed (SIGKILL) once a Helm release of the deployment exists.
+	first := exec.Command(n.bin, append(n.globalArgs(), "init")...)
+	firstOut := &strings.Builder{}
+	first.Stdout, first.Stderr = firstOut, firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	deadline := time.Now().Add(45 * time.Minute)
+	for time.Now().Before(deadline) && !killed {
+		var dep deploy.DeploymentStatus
+		if n.query("deployment", &dep) == nil && len(dep.Children) > 0 {
+			installing := false
+			for _, ch := range dep.Children {
+				installing = installing || ch.Revision > 0
+			}
+			if installing {
+				t.Logf("killing the daemon mid-deployment after %s: %v", time.Since(t0).Round(time.Second), summarize(dep))
+				n.cmd.Process.Signal(syscall.SIGKILL)
+				<-n.exited
+				n.cmd = nil
+				killed = true
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	if !killed {
+		first.Process.Kill()
+		t.Fatalf("the deployment never started within the deadline:\n%s", firstOut)
+	}
+	if err := first.Wait(); err == nil {
+		t.Errorf("osd init succeeded although its daemon was killed:\n%s", firstOut)
+	}
+
+	// The restarted daemon converges by itself (the host was initialized); osd init follows.
+	n.start()
+	t1 := time.Now()
+	out, err := n.osd("init", "--timeout", "40m")
+	if err != nil {
+		t.Fatalf("osd init after the kill: %v\n%s", err, out)
+	}
+	t.Logf("osd init after the kill converged in %s (total %s):\n%s", time.Since(t1).Round(time.Second), time.Since(t0).Round(time.Second), out)
+
+	var dep deploy.DeploymentStatus
+	if err := n.query("deployment", &dep); err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range []string{"coredns", "mariadb", "rabbitmq", "memcached", "keystone"} {
+		if ch, ok := dep.Children[svc]; !ok || ch.State != deploy.StateReady {
+			t.Errorf("release %s = %+v, want ready", svc, ch)
+		}
+	}
+
+	t.Run("token issue with the written clouds.yaml", func(t *testing.T) {
+		st, err := os.Stat(filepath.Join(n.stateDir, "clouds.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("clouds.yaml mode = %o, want 600", st.Mode().Perm())
+		}
+		out, err := n.openstack("token", "issue", "-f", "value", "-c", "id")
+		if err != nil || len(strings.TrimSpace(out)) < 20 {
+			t.Fatalf("openstack token issue = %q, %v, want a token", out, err)
+		}
+	})
+
+	t.Run("nothing duplicated", func(t *testing.T) {
+		out, err := n.openstack("user", "list", "-f", "value", "-c", "Name")
+		if err != nil {
+			t.Fatalf("openstack user list: %v\n%s", err, out)
+		}
+		if c := strings.Count("\n"+out, "\nadmin\n"); c != 1 {
+			t.Errorf("admin users = %d, want 1:\n%s", c, out)
+		}
+		out, err = n.openstack("endpoint", "list", "--service", "identity", "-f", "value", "-c", "Interface")
+		if err != nil {
+			t.Fatalf("openstack endpoint list: %v\n%s", err, out)
+		}
+		lines := strings.Fields(out)
+		sort.Strings(lines)
+		if strings.Join(lines, ",") != "admin,internal,public" {
+			t.Errorf("identity endpoints = %v, want one admin, internal and public", lines)
+		}
+	})
+
+	t.Run("re-run changes nothing", func(t *testing.T) {
+		before := revisions(dep)
+		t0 := time.Now()
+		out, err := n.osd("init")
+		if err != nil {
+			t.Fatalf("osd init (re-run): %v\n%s", err, out)
+		}
+		took := time.Since(t0)
+		var after deploy.DeploymentStatus
+		if err := n.query("deployment", &after); err != nil {
+			t.Fatal(err)
+		}
+		if got := revisions(after); got != before {
+			t.Errorf("release revisions after a re-run = %s, want unchanged %s", got, before)
+		}
+		if strings.Contains(out, ": changed") {
+			t.Errorf("re-run changed something:\n%s", out)
+		}
+		t.Logf("no-op osd init on the converged cloud took %s", took.Round(time.Millisecond))
+	})
+}
+
+func revisions(dep deploy.DeploymentStatus) string {
+	var parts []string
+	for name, ch := range dep.Children {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, ch.Revision))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func summarize(dep deploy.DeploymentStatus) string {
+	var parts []string
+	for name, ch := range dep.Children {
+		parts = append(parts, name+":"+ch.State)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
