@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mitchellh/copystructure"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -133,6 +134,16 @@ func (c *Client) Apply(ctx context.Context, ch *chart.Chart, ns, name string, va
 	if err != nil {
 		return Release{}, err
 	}
+	// Helm writes into the chart's and the caller's values while it coalesces them (it
+	// adds each dependency's "global" map). The caller keeps charts and values to compare
+	// against on the next pass, so Helm gets private copies.
+	ch, err = privateValues(ch)
+	if err != nil {
+		return Release{}, err
+	}
+	if values, err = copyValues(values); err != nil {
+		return Release{}, err
+	}
 	last, err := ac.Releases.Last(name)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
@@ -163,6 +174,36 @@ func (c *Client) Apply(ctx context.Context, ch *chart.Chart, ns, name string, va
 		return Release{}, fmt.Errorf("helm upgrade %s: %w", name, err)
 	}
 	return c.describe(rel)
+}
+
+// privateValues returns a shallow copy of ch (and of its dependencies) whose values maps
+// are deep copies, so Helm's in-place coalescing cannot change ch.
+func privateValues(ch *chart.Chart) (*chart.Chart, error) {
+	cp := *ch
+	var err error
+	if cp.Values, err = copyValues(ch.Values); err != nil {
+		return nil, err
+	}
+	deps := ch.Dependencies()
+	copies := make([]*chart.Chart, len(deps))
+	for i, d := range deps {
+		if copies[i], err = privateValues(d); err != nil {
+			return nil, err
+		}
+	}
+	cp.SetDependencies(copies...)
+	return &cp, nil
+}
+
+func copyValues(v map[string]any) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	c, err := copystructure.Copy(v)
+	if err != nil {
+		return nil, fmt.Errorf("copy values: %w", err)
+	}
+	return c.(map[string]any), nil
 }
 
 // Uninstall removes a release and its objects; a missing release is not an error.

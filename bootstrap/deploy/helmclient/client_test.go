@@ -213,3 +213,28 @@ func TestValuesHashSurvivesSecretStorage(t *testing.T) {
 		t.Fatalf("Get() after Secret storage hash = %q, %v, want %q", got.ValuesHash, err, want)
 	}
 }
+
+// TestApplyLeavesChartAndValuesAlone: Helm coalesces values in place (adding dependency
+// "global" maps); Apply must not let that reach the caller's chart or values, or the next
+// pass would see different values and upgrade a converged release.
+func TestApplyLeavesChartAndValuesAlone(t *testing.T) {
+	c, _ := newTestClient(t)
+	ch, _, err := LoadChart(testFS, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal(ch.Values)
+	vals := map[string]any{"greeting": "hi"}
+	valsBefore, _ := json.Marshal(vals)
+	if _, err := c.Apply(context.Background(), ch, "ns1", "web", vals); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := json.Marshal(ch.Values)
+	valsAfter, _ := json.Marshal(vals)
+	if string(before) != string(after) {
+		t.Errorf("chart values after Apply = %s, want unchanged %s", after, before)
+	}
+	if string(valsBefore) != string(valsAfter) {
+		t.Errorf("values after Apply = %s, want unchanged %s", valsAfter, valsBefore)
+	}
+}

@@ -100,6 +100,9 @@ A step running a command with the rendered config files mounted at their paths:
     {{- include "osd-lib.secretEnv" .secretEnv | indent 4 }}
   volumeMounts:
     {{- include "osd-lib.configMounts" . | nindent 4 }}
+    {{- with .mounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end -}}
 
 {{- define "osd-lib.configMounts" -}}
