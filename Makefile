@@ -36,7 +36,7 @@ up: build
 	/usr/local/bin/osd init --state-dir $(STATE_DIR)
 
 bench: build
-	OSD_BENCH=1 $(GOTEST) -run '^$$' -bench . -benchtime 1x -count 1 -timeout 60m ./... | tee bench-output.txt
+	OSD_BENCH=1 OSD_E2E=1 $(GOTEST) -run '^$$' -bench . -benchtime 1x -count 1 -timeout 60m ./... | tee bench-output.txt
 
 # The end-to-end deployment: osd init with every service image, a daemon killed mid-way,
 # convergence, Keystone tokens through Debian's openstack client, a no-op re-run.

@@ -1,0 +1,139 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/osdcloud/osd/daemon"
+)
+
+// BenchmarkOpenStack measures a full osd init on a fresh state dir (images from the cache
+// dir when built before), by phase; a no-op re-run; the proportional memory (PSS) of the
+// whole stack once idle; and Keystone token issue latency over 100 requests. It reports
+// metrics (make bench with OSD_E2E=1); it asserts nothing.
+func BenchmarkOpenStack(b *testing.B) {
+	requireE2E(b)
+	if os.Getenv("OSD_BENCH") == "" {
+		b.Skip("set OSD_BENCH=1 as well (make bench)")
+	}
+	n := newNode(b)
+	n.start()
+	t0 := time.Now()
+	if out, err := n.osd("init", "--timeout", "60m"); err != nil {
+		b.Fatalf("osd init: %v\n%s", err, out)
+	}
+	total := time.Since(t0)
+	var st daemon.InitState
+	if err := n.query("init", &st); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range st.Steps {
+		b.ReportMetric(s.Took.Seconds(), "s-"+s.Step)
+	}
+	b.ReportMetric(total.Seconds(), "s-init-total")
+	t1 := time.Now()
+	if out, err := n.osd("init"); err != nil {
+		b.Fatalf("osd init (no-op): %v\n%s", err, out)
+	}
+	b.ReportMetric(time.Since(t1).Seconds(), "s-init-noop")
+
+	time.Sleep(30 * time.Second) // idle
+	pss := stackPSS(n)
+	b.ReportMetric(float64(pss)/1024, "MiB-stack-pss")
+
+	p50, p99, err := tokenLatency(filepath.Join(n.stateDir, "clouds.yaml"), 100)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(p50.Milliseconds()), "ms-token-p50")
+	b.ReportMetric(float64(p99.Milliseconds()), "ms-token-p99")
+	fmt.Printf("openstack: init %s, no-op %s, stack PSS %d MiB, token p50 %s p99 %s\n",
+		total.Round(time.Second), time.Since(t1).Round(time.Millisecond), pss/1024, p50, p99)
+}
+
+// stackPSS sums the proportional set size (KiB) of every process of the stack: the daemon
+// and its children, containerd's shims and the pods, Open vSwitch and libvirt.
+func stackPSS(n *node) int {
+	total := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		cmd := string(bytes.ReplaceAll(cl, []byte{0}, []byte{' '}))
+		ours := pid == n.cmd.Process.Pid || strings.Contains(cmd, n.stateDir) || strings.Contains(cmd, n.runDir) ||
+			strings.Contains(string(cg), "/kubepods") || strings.Contains(cmd, "ovsdb-server") || strings.Contains(cmd, "ovs-vswitchd") ||
+			strings.HasPrefix(cmd, "libvirtd") || strings.HasPrefix(cmd, "virtlogd") || strings.Contains(cmd, "/usr/sbin/libvirtd")
+		if !ours {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "Pss:" {
+				v, _ := strconv.Atoi(f[1])
+				total += v
+			}
+		}
+	}
+	return total
+}
+
+// tokenLatency issues count tokens from Keystone with the admin credentials of clouds.yaml.
+func tokenLatency(cloudsPath string, count int) (p50, p99 time.Duration, err error) {
+	raw, err := os.ReadFile(cloudsPath)
+	if err != nil {
+		return 0, 0, err
+	}
+	var clouds struct {
+		Clouds map[string]struct {
+			Auth struct {
+				AuthURL  string `json:"auth_url"`
+				Username string `json:"username"`
+				Password string `json:"password"`
+				Project  string `json:"project_name"`
+			} `json:"auth"`
+		} `json:"clouds"`
+	}
+	if err := yaml.Unmarshal(raw, &clouds); err != nil {
+		return 0, 0, err
+	}
+	a := clouds.Clouds["osd"].Auth
+	body, _ := json.Marshal(map[string]any{"auth": map[string]any{
+		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
+			"name": a.Username, "domain": map[string]string{"name": "Default"}, "password": a.Password}}},
+		"scope": map[string]any{"project": map[string]any{"name": a.Project, "domain": map[string]string{"name": "Default"}}},
+	}})
+	var lat []time.Duration
+	c := &http.Client{Timeout: 30 * time.Second}
+	for i := 0; i < count; i++ {
+		t0 := time.Now()
+		resp, err := c.Post(strings.TrimSuffix(a.AuthURL, "/")+"/auth/tokens", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0, 0, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return 0, 0, fmt.Errorf("token issue: %s", resp.Status)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
