@@ -98,6 +98,9 @@ func Recipes() []Recipe {
 			Files: []File{
 				{Path: "etc/default/nova-consoleproxy", Mode: 0o644, Data: []byte("NOVA_CONSOLE_PROXY_TYPE=novnc\n")},
 			},
+			// open-iscsi's postinst makes a random initiator name (per host);
+			// fontconfig caches carry build times.
+			Exclude: []string{"etc/iscsi/initiatorname.iscsi", "var/cache/fontconfig/*"},
 			Cmd: []string{"/bin/bash"},
 			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
 		},
@@ -114,6 +117,7 @@ func Recipes() []Recipe {
 				{Name: "libvirt-qemu", UID: UIDLibvirtQemu, GID: UIDLibvirtQemu, Home: "/var/lib/libvirt", Shell: "/usr/sbin/nologin", Groups: []string{"kvm"}},
 				{Name: "libvirt-dnsmasq", UID: UIDLibvirtDNS, GID: UIDLibvirtDNS, Home: "/var/lib/libvirt/dnsmasq", Shell: "/usr/sbin/nologin"},
 			},
+			Exclude: []string{"etc/iscsi/initiatorname.iscsi"},
 			Debconf: []string{"nova-common nova/configure_db boolean false", "nova-common nova/configure_rabbit boolean false", "nova-common nova/configure_ksat boolean false"},
 			Cmd:     []string{"/bin/bash"},
 			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
