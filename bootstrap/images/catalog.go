@@ -101,8 +101,8 @@ func Recipes() []Recipe {
 			// open-iscsi's postinst makes a random initiator name (per host);
 			// fontconfig caches carry build times.
 			Exclude: []string{"etc/iscsi/initiatorname.iscsi", "var/cache/fontconfig/*"},
-			Cmd: []string{"/bin/bash"},
-			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+			Cmd:     []string{"/bin/bash"},
+			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
 		},
 		{
 			Name: "compute", Ref: imageRefPrefix + "compute" + imageRefVersion, Kind: KindDebian,
