@@ -12,6 +12,7 @@ require (
 	github.com/gorilla/mux v1.8.1
 	github.com/k3s-io/k3s v1.33.0-rc1.0.20250905195603-857412ae5891
 	github.com/mattn/go-sqlite3 v1.14.32
+	github.com/mitchellh/copystructure v1.2.0
 	github.com/ovn-org/libovsdb v0.7.0
 	github.com/rancher/wrangler/v3 v3.2.3
 	github.com/spf13/cobra v1.10.1
@@ -261,7 +262,6 @@ require (
 	github.com/minio/sha256-simd v1.0.1 // indirect
 	github.com/mistifyio/go-zfs v2.1.2-0.20190413222219-f784269be439+incompatible // indirect
 	github.com/mistifyio/go-zfs/v3 v3.0.1 // indirect
-	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
