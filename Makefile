@@ -26,7 +26,7 @@ deps:
 # Unit tests first (fast, no root needed), then the integration suites that start the real
 # daemon, k3s, OVS and libvirt. OSD_BIN points the integration tests at the built binary.
 test: build
-	$(GOTEST) -count=1 -timeout 30m -p 1 ./... 2>&1 | tee test-output.txt; exit $${PIPESTATUS[0]}
+	OSD_E2E=1 $(GOTEST) -count=1 -timeout 80m -p 1 ./... 2>&1 | tee test-output.txt; exit $${PIPESTATUS[0]}
 
 unit:
 	$(GOTEST) -count=1 -short ./...

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,7 +38,29 @@ const (
 type InitRequest struct {
 	// KubernetesOnly stops after the embedded Kubernetes node is Ready (no OpenStack).
 	KubernetesOnly bool `json:"kubernetes_only,omitempty"`
+	// ExternalInterface moves this host NIC into br-ex (guarded by a connectivity check
+	// that rolls back) instead of the default isolated, NATed external network.
+	ExternalInterface string `json:"external_interface,omitempty"`
+	// ExternalCIDR is the isolated external network (default 172.24.4.0/24).
+	ExternalCIDR string `json:"external_cidr,omitempty"`
 }
+
+// external is the external network to converge to: what the last osd init asked for,
+// else the daemon's configuration.
+func (d *Daemon) external(ctx context.Context) (netsetup.ExternalNetwork, error) {
+	ext := d.cfg.External
+	if v, ok, err := d.db.GetConfig(ctx, configExternalWanted); err != nil {
+		return ext, err
+	} else if ok {
+		if err := json.Unmarshal([]byte(v), &ext); err != nil {
+			return ext, fmt.Errorf("stored external network: %w", err)
+		}
+	}
+	return ext.Normalize()
+}
+
+// configExternalWanted is the external network osd init asked for.
+const configExternalWanted = "init.external_network"
 
 // InitState is the progress of the current (or last) converge run, as GET /1.0/init
 // answers it.
@@ -165,8 +188,11 @@ func (d *Daemon) plan(dec preflight.Decisions, withOpenStack bool) []bootstrap.S
 			return changed, "datapath " + ovs.Datapath, err
 		}},
 		{Name: "external-network", Run: func(ctx context.Context) (bool, string, error) {
-			spec := netsetup.Spec{Datapath: ovs.Datapath, External: d.cfg.External}
-			ext, _ := d.cfg.External.Normalize()
+			ext, err := d.external(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			spec := netsetup.Spec{Datapath: ovs.Datapath, External: ext}
 			b, _ := json.Marshal(ext)
 			if err := d.db.SetConfig(ctx, configExternal, string(b)); err != nil {
 				return false, "", err
@@ -244,6 +270,26 @@ func (d *Daemon) postInit(r *http.Request) rest.Response {
 	goal := goalOpenStack
 	if req.KubernetesOnly {
 		goal = goalKubernetes
+	}
+	if req.ExternalInterface != "" || req.ExternalCIDR != "" {
+		ext, err := netsetup.ExternalNetwork{Interface: req.ExternalInterface, CIDR: req.ExternalCIDR}.Normalize()
+		if err != nil {
+			return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+		}
+		if ext.Interface != "" {
+			if _, err := net.InterfaceByName(ext.Interface); err != nil {
+				return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "external interface %q: %v (ip link lists the host's interfaces)", ext.Interface, err))
+			}
+		}
+		if cur, err := d.external(r.Context()); err == nil && cur != ext {
+			if v, _, _ := d.db.GetConfig(r.Context(), configExternal); v != "" {
+				return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this host's external network is already %s %s%s: changing it needs osd reset first", cur.Bridge, cur.CIDR, cur.Interface))
+			}
+		}
+		b, _ := json.Marshal(ext)
+		if err := d.db.SetConfig(r.Context(), configExternalWanted, string(b)); err != nil {
+			return rest.ErrorResponse(err)
+		}
 	}
 	if err := d.db.SetConfig(r.Context(), configGoal, goal); err != nil {
 		return rest.ErrorResponse(err)

@@ -46,6 +46,26 @@ func TestDaemonLifecycle(t *testing.T) {
 		t.Logf("no-op osd init took %s", time.Since(t0).Round(time.Millisecond))
 	})
 
+	t.Run("bad init input refused, state kept", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"init", "--external-interface", "nosuchnic0"},
+			{"init", "--external-cidr", "300.1.2.0/24"},
+			{"init", "--timeout", "-5s"},
+		} {
+			out, err := n.osd(args...)
+			if err == nil {
+				t.Errorf("osd %v succeeded, want a refusal:\n%s", args, out)
+			}
+			if !strings.Contains(out, "nosuchnic0") && !strings.Contains(out, "300.1.2.0") && !strings.Contains(out, "--timeout") {
+				t.Errorf("osd %v = %q, want it to name the bad value", args, out)
+			}
+		}
+		info, err := n.info()
+		if err != nil || !info.Kubernetes.NodeReady {
+			t.Errorf("after refused inits: %+v, %v, want the node still Ready", info.Kubernetes, err)
+		}
+	})
+
 	t.Run("second daemon refused", func(t *testing.T) {
 		out, err := exec.Command(n.bin, append(n.globalArgs(), "daemon")...).CombinedOutput()
 		if err == nil {

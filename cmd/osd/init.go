@@ -46,6 +46,8 @@ func newInitCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Minute, "give up waiting after this long (the daemon keeps converging; a re-run follows it)")
+	cmd.Flags().StringVar(&req.ExternalInterface, "external-interface", "", "move this NIC into br-ex (rolled back if the host loses connectivity) instead of an isolated NATed external network")
+	cmd.Flags().StringVar(&req.ExternalCIDR, "external-cidr", "", "the isolated external network (default 172.24.4.0/24)")
 	cmd.Flags().BoolVar(&req.KubernetesOnly, "kubernetes-only", false, "stop once the host and its embedded Kubernetes node are ready (no OpenStack)")
 	return cmd
 }
