@@ -223,17 +223,15 @@ func (d *Daemon) plan(dec preflight.Decisions, withOpenStack bool) []bootstrap.S
 			return changed, "", err
 		}},
 	}
-	if !d.cfg.NoKubernetes {
+	steps = append(steps,
+		bootstrap.Step{Name: "kubernetes", Run: d.ensureKubernetes},
+		bootstrap.Step{Name: "kubernetes-node", Run: d.waitNodeReady},
+	)
+	if withOpenStack {
 		steps = append(steps,
-			bootstrap.Step{Name: "kubernetes", Run: d.ensureKubernetes},
-			bootstrap.Step{Name: "kubernetes-node", Run: d.waitNodeReady},
+			bootstrap.Step{Name: "images", Run: d.ensureImages},
+			bootstrap.Step{Name: "openstack", Run: d.ensureOpenStack},
 		)
-		if withOpenStack {
-			steps = append(steps,
-				bootstrap.Step{Name: "images", Run: d.ensureImages},
-				bootstrap.Step{Name: "openstack", Run: d.ensureOpenStack},
-			)
-		}
 	}
 	return steps
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,8 +43,6 @@ type Config struct {
 	KeepWorkloads bool
 	// Self is the osd executable (default os.Executable()).
 	Self string
-	// NoKubernetes converges the host without the embedded k3s (API, state and host only).
-	NoKubernetes bool
 	// External is the external network behind br-ex (default: isolated and NATed).
 	External netsetup.ExternalNetwork
 	// VolumeGroupBytes sizes the loop-backed cinder-volumes group (default 20 GiB).
@@ -259,14 +256,4 @@ func (d *Daemon) info() api.ServerInfo {
 			Reason:    k.Reason,
 		},
 	}
-}
-
-// dialable reports whether something answers on the unix socket path.
-func dialable(path string) bool {
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,7 +23,9 @@ import (
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/ctrimport"
 	"github.com/osdcloud/osd/charts"
+	"github.com/osdcloud/osd/daemon/fsutil"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
 )
@@ -106,11 +107,15 @@ func (d *Daemon) importStored(ctx context.Context, names ...string) ([]string, e
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(images.WriteOCIArchive(pw, refs)) }()
-	got, err := k3s.ImportArchive(ctx, sock, pr)
-	pr.CloseWithError(err)
-	return got, err
+	if err := ctrimport.ImportMany(ctx, sock, refs); err != nil {
+		return nil, err
+	}
+	imported := make([]string, 0, len(refs))
+	for r := range refs {
+		imported = append(imported, r)
+	}
+	sort.Strings(imported)
+	return imported, nil
 }
 
 // kubeClients are the clients the deployment controller uses.
@@ -257,33 +262,12 @@ func (d *Daemon) writeCredentials(c deploy.AdminCredentials) (bool, error) {
 		if cur, err := os.ReadFile(path); err == nil && string(cur) == string(data) {
 			continue
 		}
-		if err := writePrivate(path, data); err != nil {
+		if err := fsutil.WriteFileAtomic(path, data, 0o600); err != nil {
 			return changed, err
 		}
 		changed = true
 	}
 	return changed, nil
-}
-
-// writePrivate writes a 0600 file atomically.
-func writePrivate(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // getDeployment answers the OpenStackDeployment's status: each release and each workload

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/ctrimport"
 	"github.com/osdcloud/osd/daemon/k3s"
 )
 
@@ -21,7 +20,7 @@ import (
 const configSysctls = "host.original_sysctls"
 
 func (d *Daemon) k3sConfig() k3s.Config {
-	return k3s.Config{Paths: d.cfg.paths(), NodeName: d.cfg.NodeName, NodeIP: d.cfg.NodeIP, KeepWorkloads: d.cfg.KeepWorkloads}.WithDefaults()
+	return k3s.Config{Paths: d.cfg.paths(), NodeName: d.cfg.NodeName, NodeIP: d.cfg.NodeIP}.WithDefaults()
 }
 
 // ensureKubernetes is the converge step that starts the embedded Kubernetes once per
@@ -74,29 +73,16 @@ func (d *Daemon) startKubernetes(ctx context.Context) error {
 
 // ensurePauseImage imports the pod sandbox image osd builds itself, unless present.
 func (d *Daemon) ensurePauseImage(ctx context.Context, kc k3s.Config) error {
-	if ok, err := k3s.HasImage(ctx, kc.ContainerdSocket(), k3s.PauseImage); err != nil {
+	if have, err := k3s.ImageDigest(ctx, kc.ContainerdSocket(), k3s.PauseImage); err != nil {
 		return err
-	} else if ok {
+	} else if have != "" {
 		return nil
 	}
 	img, err := images.PauseImage()
 	if err != nil {
 		return fmt.Errorf("build pause image: %w", err)
 	}
-	return importImages(ctx, kc.ContainerdSocket(), map[string]v1.Image{k3s.PauseImage: img})
-}
-
-// importImages streams an archive of imgs straight into containerd.
-func importImages(ctx context.Context, socket string, imgs map[string]v1.Image) error {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(images.WriteArchive(pw, imgs)) }()
-	names, err := k3s.ImportArchive(ctx, socket, pr)
-	pr.CloseWithError(err)
-	if err != nil {
-		return err
-	}
-	slog.Info("imported images", "images", names)
-	return nil
+	return ctrimport.Import(ctx, kc.ContainerdSocket(), img, k3s.PauseImage)
 }
 
 // watchKubernetes keeps the node state current and writes the pod network configuration

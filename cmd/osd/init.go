@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,7 +33,7 @@ func newInitCmd(g *globals) *cobra.Command {
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", timeout)
 			}
-			unlock, err := lockInit(g.stateDir)
+			unlock, err := daemon.LockInit(g.stateDir)
 			if err != nil {
 				return err
 			}
@@ -50,26 +49,6 @@ func newInitCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.ExternalCIDR, "external-cidr", "", "the isolated external network (default 172.24.4.0/24)")
 	cmd.Flags().BoolVar(&req.KubernetesOnly, "kubernetes-only", false, "stop once the host and its embedded Kubernetes node are ready (no OpenStack)")
 	return cmd
-}
-
-// lockInit makes sure only one osd init runs per state dir.
-func lockInit(stateDir string) (func(), error) {
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create state dir: %w", err)
-	}
-	path := filepath.Join(stateDir, "init.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
-		f.Close()
-		return nil, fmt.Errorf("another osd init (pid %s) is already running on %s: wait for it to finish, or follow it with `osd status`", strings.TrimSpace(string(b)), stateDir)
-	}
-	f.Truncate(0)
-	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return func() { f.Truncate(0); f.Close() }, nil
 }
 
 func runInit(ctx context.Context, g *globals, p *progress, req daemon.InitRequest) error {

@@ -54,9 +54,6 @@ type Config struct {
 	ServiceCIDR string
 	CNIBinDir   string
 	NodeLabels  []string // key=value
-	// KeepWorkloads leaves pod containers running when the daemon stops (for upgrades);
-	// by default a stop ends them so nothing is left orphaned.
-	KeepWorkloads bool
 }
 
 // WithDefaults fills the zero fields of c.

@@ -2,8 +2,6 @@ package k3s
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -85,33 +83,4 @@ func RBACManifest() ([]byte, error) {
 		docs = append(docs, string(y))
 	}
 	return []byte("# Written by osd.\n" + strings.Join(docs, "---\n")), nil
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename, so a crash
-// never leaves a half-written file behind.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

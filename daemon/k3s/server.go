@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/osdcloud/osd/daemon/fsutil"
 	"os"
 	"sync"
 	"time"
@@ -37,18 +38,18 @@ func Prepare(c Config, self string) error {
 			return fmt.Errorf("prepare %s: %w", d, err)
 		}
 	}
-	if err := writeFileAtomic(c.ContainerdConfig(), []byte(ContainerdConfig(c)), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(c.ContainerdConfig(), []byte(ContainerdConfig(c)), 0o600); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}
 	crictl := fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n", c.ContainerdSocket(), c.ContainerdSocket())
-	if err := writeFileAtomic(c.CrictlConfig(), []byte(crictl), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(c.CrictlConfig(), []byte(crictl), 0o600); err != nil {
 		return fmt.Errorf("write crictl config: %w", err)
 	}
 	rbac, err := RBACManifest()
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(c.ManifestsDir()+"/osd-rbac.yaml", rbac, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(c.ManifestsDir()+"/osd-rbac.yaml", rbac, 0o600); err != nil {
 		return fmt.Errorf("write rbac manifest: %w", err)
 	}
 	return linkTools(c.BinDir(), self)

@@ -3,6 +3,7 @@ package k3s
 import (
 	"context"
 	"fmt"
+	"github.com/osdcloud/osd/daemon/fsutil"
 	"os"
 	"strings"
 
@@ -130,7 +131,7 @@ func EnsureCNIConfig(p Paths, podCIDR string) (bool, error) {
 	if cur, err := os.ReadFile(p.CNIConfFile()); err == nil && string(cur) == string(want) {
 		return false, nil
 	}
-	if err := writeFileAtomic(p.CNIConfFile(), want, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(p.CNIConfFile(), want, 0o644); err != nil {
 		return false, fmt.Errorf("write cni config: %w", err)
 	}
 	return true, nil
