@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
 	want := map[int][]string{
 		1: {"schema", "config", "journal", "steps"},
 		2: {"schema", "config", "journal", "steps", "journal_step", "journal_state"},
+		3: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members"},
 	}
 	for n := 0; n <= len(updates); n++ {
 		for _, kind := range []string{"memory", "file"} {
@@ -237,7 +239,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if err == nil {
 		t.Fatal("Open(newer database) = nil, want refusal")
 	}
-	want := "database schema version 3 is newer than this osd supports (2); upgrade osd"
+	want := fmt.Sprintf("database schema version %d is newer than this osd supports (%d); upgrade osd", future, LatestSchemaVersion())
 	if !strings.Contains(err.Error(), want) {
 		t.Errorf("Open(newer database) = %q, want it to contain %q", err, want)
 	}
@@ -253,7 +255,7 @@ func TestFailingUpdateRollsBack(t *testing.T) {
 	})
 	_, path := openTemp(t, updates)
 	_, err := open(ctx, path, bad)
-	if err == nil || !strings.Contains(err.Error(), "from version 2 to 3: boom") {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("from version %d to %d: boom", len(updates), len(updates)+1)) {
 		t.Fatalf("open(failing update) = %v, want a wrapped boom", err)
 	}
 	d, err := Open(ctx, path)

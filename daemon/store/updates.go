@@ -10,6 +10,7 @@ import (
 var updates = []update{
 	updateFromV0,
 	updateFromV1,
+	updateFromV2,
 }
 
 // updateFromV0 creates the configuration, the step journal and the completed-step record.
@@ -41,5 +42,35 @@ func updateFromV1(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `
 CREATE INDEX journal_step ON journal(step);
 CREATE INDEX journal_state ON journal(state);`)
+	return err
+}
+
+// updateFromV2 creates the cluster tables: issued join tokens (only a hash of each secret),
+// trusted certificates (API clients and members) and the members of the cluster.
+func updateFromV2(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+CREATE TABLE tokens (
+	name        TEXT PRIMARY KEY,
+	secret_hash TEXT NOT NULL,
+	created_at  INTEGER NOT NULL,
+	expires_at  INTEGER NOT NULL,
+	consumed_at INTEGER,
+	revoked_at  INTEGER
+);
+CREATE TABLE trust (
+	fingerprint TEXT PRIMARY KEY,
+	name        TEXT NOT NULL,
+	kind        TEXT NOT NULL CHECK(kind IN ('client','member')),
+	cert_pem    TEXT NOT NULL,
+	added_at    INTEGER NOT NULL
+);
+CREATE TABLE members (
+	name           TEXT PRIMARY KEY,
+	address        TEXT NOT NULL,
+	fingerprint    TEXT NOT NULL UNIQUE,
+	roles          TEXT NOT NULL DEFAULT '',
+	joined_at      INTEGER NOT NULL,
+	last_heartbeat INTEGER
+);`)
 	return err
 }
