@@ -47,6 +47,11 @@ func DefaultSecrets() []SecretSpec {
 		// Keystone key repositories: "0" is the staged key, "1" the primary (keystone's layout).
 		{Name: "keystone-fernet-keys", Keys: map[string]KeyFormat{"0": FormatFernet, "1": FormatFernet}},
 		{Name: "keystone-credential-keys", Keys: map[string]KeyFormat{"0": FormatFernet, "1": FormatFernet}},
+		// Glance and Placement: database users and Keystone service users.
+		{Name: "glance-db", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "glance-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "placement-db", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "placement-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
 	}
 }
 
