@@ -289,3 +289,32 @@ func (d *Daemon) getDeployment(r *http.Request) rest.Response {
 	}
 	return rest.SyncResponse(dep.Status)
 }
+
+// getRenderedValues answers the final Helm values of one service: chart defaults, profile,
+// features, common and per-service overrides merged (secrets are never part of values).
+// It uses the stored OpenStackDeployment when there is one, else what osd init would ask for.
+func (d *Daemon) getRenderedValues(r *http.Request) rest.Response {
+	spec, err := d.deploymentSpec()
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if d.server != nil {
+		if kc, err := d.clients(); err == nil {
+			if dep, err := (deploy.Deployments{Client: kc.dynamic}).Get(r.Context(), deploy.Namespace, deploy.DefaultName); err == nil {
+				spec = dep.Spec
+			}
+		}
+	}
+	c := &deploy.Controller{Charts: charts.FS}
+	vals, err := c.RenderedValues(spec, rest.Var(r, "service"))
+	if err != nil {
+		var names []string
+		for _, svc := range deploy.DefaultCatalog().Services {
+			if svc.Enabled {
+				names = append(names, svc.Name)
+			}
+		}
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotFound, "%v: deployed services are %s", err, strings.Join(names, ", ")))
+	}
+	return rest.SyncResponse(vals)
+}

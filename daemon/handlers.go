@@ -15,6 +15,7 @@ func (d *Daemon) endpoints() []rest.Endpoint {
 		{Path: "preflight", Get: rest.Action{Handler: d.getPreflight}},
 		{Path: "operations/{id}", Get: rest.Action{Handler: d.getOperation}},
 		{Path: "deployment", Get: rest.Action{Handler: d.getDeployment}},
+		{Path: "deployment/values/{service}", Get: rest.Action{Handler: d.getRenderedValues}},
 		{Path: "images", Get: rest.Action{Handler: d.getImages}},
 		{Path: "images/build", Post: rest.Action{Handler: d.postImagesBuild}},
 		{Path: "images/export", Post: rest.Action{Handler: d.postImagesExport}},

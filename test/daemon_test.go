@@ -191,6 +191,54 @@ func TestDaemonLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("images through the CLI", func(t *testing.T) {
+		out, err := n.osd("images", "list", "--format", "json")
+		if err != nil || !strings.Contains(out, `"name": "openstack"`) || !strings.Contains(out, `"name": "memcached"`) {
+			t.Fatalf("osd images list = %q, %v, want the catalog", out, err)
+		}
+		if out, err := n.osd("images", "build", "memcached"); err != nil || !strings.Contains(out, "memcached:") {
+			t.Fatalf("osd images build memcached: %v\n%s", err, out)
+		}
+		dir := t.TempDir()
+		bundle := filepath.Join(dir, "bundle.tar")
+		if out, err := n.osd("images", "export", bundle, "memcached"); err != nil || !strings.Contains(out, "exported") {
+			t.Fatalf("osd images export: %v\n%s", err, out)
+		}
+		data, err := os.ReadFile(bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corrupt := filepath.Join(dir, "corrupt.tar")
+		bad := append([]byte(nil), data...)
+		bad[len(bad)/2] ^= 0xff
+		os.WriteFile(corrupt, bad, 0o600)
+		if out, err := n.osd("images", "import", corrupt); err == nil || !strings.Contains(out, "corrupt") {
+			t.Errorf("osd images import of a damaged bundle = %q, %v, want a refusal naming the damage", out, err)
+		}
+		if out, err := n.osd("images", "import", filepath.Join(dir, "missing.tar")); err == nil {
+			t.Errorf("osd images import of a missing file succeeded: %s", out)
+		}
+		if out, err := n.osd("images", "import", bundle); err != nil || !strings.Contains(out, "imported localhost/osd/memcached") {
+			t.Errorf("osd images import = %q, %v, want memcached imported", out, err)
+		}
+		if out, err := n.osd("images", "build", "nosuchimage"); err == nil || !strings.Contains(out, "nosuchimage") {
+			t.Errorf("osd images build nosuchimage = %q, %v, want a refusal naming it", out, err)
+		}
+	})
+
+	t.Run("rendered values", func(t *testing.T) {
+		out, err := n.osd("config", "show", "--rendered", "keystone")
+		if err != nil || !strings.Contains(out, "http11-socket") && !strings.Contains(out, "endpoints") {
+			t.Errorf("osd config show --rendered keystone = %q, %v, want keystone's values", out, err)
+		}
+		if strings.Contains(strings.ToLower(out), "password:") {
+			t.Errorf("rendered values show a password:\n%s", out)
+		}
+		if out, err := n.osd("config", "show", "--rendered", "nosuch"); err == nil || !strings.Contains(out, "keystone") {
+			t.Errorf("osd config show --rendered nosuch = %q, %v, want an error listing the services", out, err)
+		}
+	})
+
 	t.Run("graceful stop leaves no processes", func(t *testing.T) {
 		code, ok := n.stop(2 * time.Minute)
 		if !ok || code != 0 {

@@ -50,6 +50,7 @@ func newRootCmd() *cobra.Command {
 		newInitCmd(g),
 		newPreflightCmd(g),
 		newImagesCmd(g),
+		newConfigCmd(g),
 		newStatusCmd(g),
 		newVersionCmd(g),
 		newResetCmd(g),
