@@ -120,6 +120,8 @@ func TestChartsRender(t *testing.T) {
 		{chart: "rabbitmq", want: []string{"ConfigMap/rabbitmq", "Service/rabbitmq", "Service/rabbitmq-headless", "StatefulSet/rabbitmq"}},
 		{chart: "memcached", want: []string{"Deployment/memcached", "Service/memcached"}},
 		{chart: "keystone", want: []string{"Deployment/keystone-api", "Job/keystone-init-", "Secret/keystone-config", "Service/keystone-api"}},
+		{chart: "glance", want: []string{"Deployment/glance-api", "Job/glance-init-", "Secret/glance-config", "Service/glance-api"}},
+		{chart: "placement", want: []string{"Deployment/placement-api", "Job/placement-init-", "Secret/placement-config", "Service/placement-api"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chart, func(t *testing.T) {
