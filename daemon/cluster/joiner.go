@@ -50,6 +50,7 @@ func eachAddress(ctx context.Context, tok Token, cert *tls.Certificate, call fun
 	hc := NewHTTPClient(cfg)
 	defer hc.CloseIdleConnections()
 	var failures []string
+	var errs []error
 	for _, addr := range tok.Addresses {
 		err := call(client.New("https://"+addr, hc))
 		var apiErr *client.Error
@@ -60,6 +61,19 @@ func eachAddress(ctx context.Context, tok Token, cert *tls.Certificate, call fun
 			return addr, err
 		}
 		failures = append(failures, fmt.Sprintf("%s: %v", addr, err))
+		errs = append(errs, err)
 	}
-	return "", fmt.Errorf("no cluster address in the join token answered: %s", strings.Join(failures, "; "))
+	return "", &addressesError{
+		msg:  "no cluster address in the join token answered: " + strings.Join(failures, "; "),
+		errs: errs,
+	}
 }
+
+// addressesError reports every address's failure and matches each (errors.Is).
+type addressesError struct {
+	msg  string
+	errs []error
+}
+
+func (e *addressesError) Error() string   { return e.msg }
+func (e *addressesError) Unwrap() []error { return e.errs }
