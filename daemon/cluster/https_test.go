@@ -53,10 +53,12 @@ func startCluster(t testing.TB) *testCluster {
 	}
 	tc := &testCluster{ca: ca, db: db, addr: l.Addr().String()}
 	tc.svc = &Service{
-		DB:        db,
-		CA:        ca,
-		Trust:     trust,
-		K3s:       func(context.Context) (string, string, error) { return "https://127.0.0.1:6443", "K10::server:secret", nil },
+		DB:    db,
+		CA:    ca,
+		Trust: trust,
+		K3s: func(context.Context) (string, string, error) {
+			return "https://127.0.0.1:6443", "K10::server:secret", nil
+		},
 		Addresses: func() []string { return []string{tc.addr} },
 	}
 	endpoints := append(tc.svc.Endpoints(), rest.Endpoint{Path: "protected", Get: rest.Action{Handler: func(*http.Request) rest.Response {

@@ -32,7 +32,12 @@ func (f *fakeJoinDeps) K3sJoinInfo(context.Context) (string, string, error) {
 
 func TestHandleJoin(t *testing.T) {
 	ok := JoinRequest{Name: "node2", Secret: "s", Roles: []string{"compute", "network"}, Address: "10.0.0.2:7443"}
-	with := func(f func(r *JoinRequest)) JoinRequest { r := ok; r.Roles = append([]string(nil), ok.Roles...); f(&r); return r }
+	with := func(f func(r *JoinRequest)) JoinRequest {
+		r := ok
+		r.Roles = append([]string(nil), ok.Roles...)
+		f(&r)
+		return r
+	}
 	cases := []struct {
 		name    string
 		req     JoinRequest

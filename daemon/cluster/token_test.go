@@ -112,7 +112,7 @@ func FuzzDecodeToken(f *testing.F) {
 	f.Add(enc[:len(enc)/2])
 	f.Add(toStd(enc) + "==")
 	f.Add("")
-	f.Add("e30")     // {}
+	f.Add("e30")    // {}
 	f.Add("bnVsbA") // null
 	f.Add(encodeJSON(map[string]any{"name": "a", "secret": tok.Secret, "fingerprint": tok.Fingerprint, "addresses": []string{":1"}, "expires": "2026-01-01T00:00:00Z"}))
 	f.Fuzz(func(t *testing.T, s string) {
