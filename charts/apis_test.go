@@ -511,34 +511,7 @@ func TestAPIChartsSecrets(t *testing.T) {
 				if render == nil {
 					t.Fatalf("%s has no config-render step", kind)
 				}
-				dir := t.TempDir()
-				tmpl, conf := filepath.Join(dir, "templates"), filepath.Join(dir, "config")
-				for _, d := range []string{tmpl, conf} {
-					if err := os.Mkdir(d, 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				for name, data := range objs.secrets[0].StringData {
-					if err := os.WriteFile(filepath.Join(tmpl, name), []byte(data), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				env := []string{"PATH=" + os.Getenv("PATH")}
-				values := map[string]string{}
-				for _, e := range render.Env {
-					b := make([]byte, 32)
-					if _, err := rand.Read(b); err != nil {
-						t.Fatal(err)
-					}
-					values[e.Name] = hex.EncodeToString(b)
-					env = append(env, e.Name+"="+values[e.Name])
-				}
-				script := strings.NewReplacer("/etc/osd/templates", tmpl, "/etc/osd/config", conf).Replace(render.Command[2])
-				cmd := exec.Command(render.Command[0], render.Command[1], script)
-				cmd.Env = env
-				if b, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("%s config-render: %v\n%s", kind, err, b)
-				}
+				conf, values := runConfigRender(t, render, objs.secrets[0].StringData)
 				for name, data := range objs.secrets[0].StringData {
 					got, err := os.ReadFile(filepath.Join(conf, name))
 					if err != nil {
@@ -624,4 +597,43 @@ func TestCatalogAPICharts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runConfigRender runs a config-render step's script with /bin/sh over files (the config
+// Secret), its Secret-backed variables set to random hex like deploy's generated
+// passwords. It returns the directory of the rendered files and the values it used.
+func runConfigRender(t *testing.T, render *corev1.Container, files map[string]string) (string, map[string]string) {
+	t.Helper()
+	if len(render.Command) != 3 || render.Command[0] != "/bin/sh" {
+		t.Fatalf("config-render command = %v, want /bin/sh -ec SCRIPT", render.Command)
+	}
+	dir := t.TempDir()
+	tmpl, conf := filepath.Join(dir, "templates"), filepath.Join(dir, "config")
+	for _, d := range []string{tmpl, conf} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmpl, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	values := map[string]string{}
+	for _, e := range render.Env {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		values[e.Name] = hex.EncodeToString(b)
+		env = append(env, e.Name+"="+values[e.Name])
+	}
+	script := strings.NewReplacer("/etc/osd/templates", tmpl, "/etc/osd/config", conf).Replace(render.Command[2])
+	cmd := exec.Command(render.Command[0], render.Command[1], script)
+	cmd.Env = env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("config-render: %v\n%s", err, b)
+	}
+	return conf, values
 }
