@@ -48,6 +48,7 @@ type TrustEntry struct {
 //	POST   /1.0/cluster/join/complete        JoinRequest (+ member client cert) -> Member
 //	GET    /1.0/cluster/members              -> []Member
 //	GET    /1.0/cluster/members/{name}       -> Member
+//	POST   /1.0/cluster/members/{name}/heartbeat  (by that member's certificate only)
 //	GET    /1.0/cluster/tokens               -> []TokenInfo
 //	POST   /1.0/cluster/tokens               TokenRequest -> IssuedToken (201)
 //	DELETE /1.0/cluster/tokens/{name}        revoke
@@ -60,6 +61,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 		{Path: "cluster/join/complete", Post: rest.Action{Handler: s.postJoinComplete, AllowUntrusted: true}},
 		{Path: "cluster/members", Get: rest.Action{Handler: s.getMembers}},
 		{Path: "cluster/members/{name}", Get: rest.Action{Handler: s.getMember}},
+		{Path: "cluster/members/{name}/heartbeat", Post: rest.Action{Handler: s.postHeartbeat}},
 		{Path: "cluster/tokens", Get: rest.Action{Handler: s.getTokens}, Post: rest.Action{Handler: s.postToken}},
 		{Path: "cluster/tokens/{name}", Delete: rest.Action{Handler: s.deleteToken}},
 		{Path: "trust", Get: rest.Action{Handler: s.getTrust}, Post: rest.Action{Handler: s.postTrust}},
@@ -120,6 +122,24 @@ func (s *Service) getMember(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	return rest.SyncResponse(memberFromRecord(m))
+}
+
+func (s *Service) postHeartbeat(r *http.Request) rest.Response {
+	name := rest.Var(r, "name")
+	m, err := s.DB.GetMember(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return rest.ErrorResponse(errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name))
+	}
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if peer := peerCert(r); peer == nil || Fingerprint(peer) != m.Fingerprint {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrForbidden, "only member %s itself may send its heartbeat", name))
+	}
+	if err := s.DB.MemberHeartbeat(r.Context(), name, s.now()); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	return rest.EmptySyncResponse
 }
 
 func (s *Service) getTokens(r *http.Request) rest.Response {

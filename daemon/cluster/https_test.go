@@ -12,6 +12,8 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -292,6 +294,39 @@ func TestJoinOverHTTPS(t *testing.T) {
 	if err := memberClient.Query(ctx, http.MethodGet, "cluster/members", nil, &members); err != nil || len(members) != 1 {
 		t.Fatalf("GET cluster/members as the member = %+v, %v, want node2", members, err)
 	}
+	if err := memberClient.Query(ctx, http.MethodPost, "cluster/members/node2/heartbeat", nil, nil); err != nil {
+		t.Errorf("POST heartbeat as node2 = %v, want nil", err)
+	}
+	if err := admin.Query(ctx, http.MethodPost, "cluster/members/node2/heartbeat", nil, nil); statusOf(err) != http.StatusForbidden {
+		t.Errorf("POST heartbeat for node2 as admin = %v, want 403", err)
+	}
+	var got Member
+	if err := admin.Query(ctx, http.MethodGet, "cluster/members/node2", nil, &got); err != nil || got.LastHeartbeat == nil {
+		t.Errorf("GET cluster/members/node2 = %+v, %v, want a heartbeat time", got, err)
+	}
+
+	// The joiner keeps its credentials and serves HTTPS with them; clients pin the CA.
+	dir := filepath.Join(t.TempDir(), "identity")
+	if _, err := SaveMemberIdentity(dir, creds); err != nil {
+		t.Fatalf("SaveMemberIdentity() = %v, want nil", err)
+	}
+	checkMode(t, filepath.Join(dir, memberKeyFile), 0o600)
+	id, err := LoadMemberIdentity(dir)
+	if err != nil || Fingerprint(id.CA) != tc.ca.Fingerprint() || Fingerprint(id.Cert.Leaf) != m.Fingerprint {
+		t.Fatalf("LoadMemberIdentity() = %v, want the CA and node2's certificate", err)
+	}
+	if fp := servedFingerprint(t, ServerTLSConfig(id.Cert), tc.ca.Fingerprint()); fp != m.Fingerprint {
+		t.Errorf("member HTTPS certificate = %s, want %s", fp, m.Fingerprint)
+	}
+	forged := creds
+	forged.CACertPEM = string(mustCA(t).CertPEM)
+	if _, err := SaveMemberIdentity(t.TempDir(), forged); err == nil {
+		t.Error("SaveMemberIdentity(certificate from another CA) = nil, want an error")
+	}
+	if _, err := LoadMemberIdentity(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("LoadMemberIdentity(empty dir) = %v, want os.ErrNotExist", err)
+	}
+
 	var trust []TrustEntry
 	if err := admin.Query(ctx, http.MethodGet, "trust", nil, &trust); err != nil || len(trust) != 2 {
 		t.Errorf("GET trust = %+v, %v, want admin and node2", trust, err)
@@ -435,5 +470,71 @@ func TestCheckClientCert(t *testing.T) {
 		if got := rest.StatusFor(checkClientCert(valid, c.trusted, c.now)); got != c.status {
 			t.Errorf("checkClientCert(%s) status = %d, want %d", c.name, got, c.status)
 		}
+	}
+}
+
+// servedFingerprint starts a TLS server on 127.0.0.1 with cfg, connects to it pinning pin,
+// and returns the fingerprint of the leaf certificate it served.
+func servedFingerprint(t *testing.T, cfg *tls.Config, pin string) string {
+	t.Helper()
+	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_ = c.(*tls.Conn).Handshake()
+		c.Close()
+	}()
+	ccfg, err := ClientTLSConfig(pin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", l.Addr().String(), ccfg)
+	if err != nil {
+		t.Fatalf("tls.Dial(pinned %s) = %v, want nil", pin, err)
+	}
+	defer conn.Close()
+	return Fingerprint(conn.ConnectionState().PeerCertificates[0])
+}
+
+func TestRenewingCert(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := EnsureCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := NewRenewingCert(ca, dir, nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatalf("NewRenewingCert() = %v, want nil", err)
+	}
+	if err := rc.renew(time.Now()); err != nil || rc.Certificate().Leaf.NotAfter.Sub(time.Now()) < 300*24*time.Hour {
+		t.Fatalf("renew(now) = %v, want the fresh certificate kept", err)
+	}
+	// Replace it with one issued 340 days ago (25 days left), then renew "now".
+	if err := os.Remove(filepath.Join(dir, serverCertFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.renew(time.Now().Add(-340 * 24 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	first := Fingerprint(rc.Certificate().Leaf)
+	cfg := rc.TLSConfig()
+	if got := servedFingerprint(t, cfg, ca.Fingerprint()); got != first {
+		t.Fatalf("served certificate = %s, want %s", got, first)
+	}
+	if err := rc.renew(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	second := Fingerprint(rc.Certificate().Leaf)
+	if second == first {
+		t.Fatal("renew(25 days before expiry) kept the certificate, want a new one")
+	}
+	if got := servedFingerprint(t, cfg, ca.Fingerprint()); got != second {
+		t.Errorf("served certificate after renewal = %s, want %s (same listener config)", got, second)
 	}
 }
