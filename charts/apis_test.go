@@ -541,9 +541,9 @@ func TestAPIChartsSecrets(t *testing.T) {
 	}
 }
 
-// TestCatalogAPICharts checks the catalog entries of glance and placement: disabled until
-// the lead enables them, depending on keystone (enabled), with a chart of the same name in
-// FS and images the controller knows.
+// TestCatalogAPICharts checks the catalog entries of glance and placement: enabled,
+// depending on keystone (enabled), with a chart of the same name in FS and images the
+// controller knows.
 func TestCatalogAPICharts(t *testing.T) {
 	cat := deploy.DefaultCatalog()
 	levels, err := cat.Levels()
@@ -562,8 +562,8 @@ func TestCatalogAPICharts(t *testing.T) {
 			if !ok {
 				t.Fatalf("catalog has no %s", tt.chart)
 			}
-			if svc.Enabled {
-				t.Errorf("%s is enabled, want disabled until verified on a cluster", tt.chart)
+			if !svc.Enabled {
+				t.Errorf("%s is disabled, want it deployed", tt.chart)
 			}
 			if svc.Chart != tt.chart || svc.Namespace != deploy.Namespace || !reflect.DeepEqual(svc.Images, []string{"openstack"}) {
 				t.Errorf("%s = chart %s namespace %s images %v, want %s, %s, [openstack]", tt.chart, svc.Chart, svc.Namespace, svc.Images, tt.chart, deploy.Namespace)

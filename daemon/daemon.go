@@ -16,6 +16,7 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/store"
@@ -47,6 +48,8 @@ type Config struct {
 	External netsetup.ExternalNetwork
 	// VolumeGroupBytes sizes the loop-backed cinder-volumes group (default 20 GiB).
 	VolumeGroupBytes int64
+	// HTTPSAddress is the remote API's listen address (default :8443; "none" disables it).
+	HTTPSAddress string
 }
 
 // WithDefaults fills the zero fields of c.
@@ -76,6 +79,9 @@ func (c Config) WithDefaults() (Config, error) {
 			return c, fmt.Errorf("node name: %w", err)
 		}
 		c.NodeName = h
+	}
+	if c.HTTPSAddress == "" {
+		c.HTTPSAddress = DefaultHTTPSAddress
 	}
 	if c.VolumeGroupBytes == 0 {
 		c.VolumeGroupBytes = 20 << 30
@@ -110,6 +116,10 @@ type Daemon struct {
 	failed     chan error // a supervised part ended on its own
 
 	runCtx context.Context // ends when the daemon stops
+
+	trust      *cluster.TrustSet
+	clusterSvc *cluster.Service
+	httpsAddr  string
 
 	builderOnce sync.Once
 	imgBuilder  *images.Builder
@@ -169,6 +179,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.db = db
 	d.onStop(func(context.Context) error { return db.Close() })
 
+	if err := d.startRemote(ctx); err != nil {
+		return err
+	}
 	l, err := rest.ListenUnix(d.cfg.Socket)
 	if err != nil {
 		return err

@@ -165,19 +165,35 @@ func (d *Daemon) deploymentSpec() (deploy.DeploymentSpec, error) {
 		}
 		spec.Images[n] = r.Ref
 	}
+	ip := d.publicIP()
+	public := func(port int) string { return "http://" + net.JoinHostPort(ip, fmt.Sprint(port)) }
+	authURI := map[string]any{"keystone_authtoken": map[string]any{"www_authenticate_uri": d.keystonePublicURL()}}
+	// Data lives under the state dir, so osd reset removes it with everything else.
+	volume := func(svc string) map[string]any {
+		return map[string]any{"hostPath": filepath.Join(d.cfg.StateDir, "volumes", svc)}
+	}
 	spec.Services = map[string]deploy.ServiceSpec{
-		"keystone": {Overrides: map[string]any{"endpoints": map[string]any{"public": d.keystonePublicURL()}}},
+		"mariadb":   {Overrides: map[string]any{"persistence": volume("mariadb")}},
+		"rabbitmq":  {Overrides: map[string]any{"persistence": volume("rabbitmq")}},
+		"keystone":  {Overrides: map[string]any{"endpoints": map[string]any{"public": d.keystonePublicURL()}}},
+		"glance":    {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30292)}, "conf": map[string]any{"glance": authURI}, "persistence": volume("glance")}},
+		"placement": {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30778)}, "conf": map[string]any{"placement": authURI}}},
 	}
 	return spec, nil
 }
 
+// publicIP is the address the services' public endpoints use: the node IP, else the
+// address of the default route.
+func (d *Daemon) publicIP() string {
+	if d.cfg.NodeIP != "" {
+		return d.cfg.NodeIP
+	}
+	return defaultRouteIP()
+}
+
 // keystonePublicURL is Keystone's address for clients on the host and the network.
 func (d *Daemon) keystonePublicURL() string {
-	ip := d.cfg.NodeIP
-	if ip == "" {
-		ip = defaultRouteIP()
-	}
-	return fmt.Sprintf("http://%s/v3", net.JoinHostPort(ip, fmt.Sprint(deploy.KeystoneNodePort)))
+	return fmt.Sprintf("http://%s/v3", net.JoinHostPort(d.publicIP(), fmt.Sprint(deploy.KeystoneNodePort)))
 }
 
 // defaultRouteIP is the host address used to reach the default gateway (127.0.0.1 if none).

@@ -21,6 +21,9 @@ type ImagesRequest struct {
 
 func (d *Daemon) decodeImages(r *http.Request, needPath bool) (ImagesRequest, error) {
 	var req ImagesRequest
+	if needPath && r.TLS != nil {
+		return req, rest.Errorf(rest.ErrForbidden, "bundle files are read and written on the daemon's host: use the local socket (osd images export/import on that host)")
+	}
 	if err := rest.DecodeJSON(r, &req, 64<<10); err != nil {
 		return req, err
 	}

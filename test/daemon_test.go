@@ -1,6 +1,7 @@
 package test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
 )
 
@@ -25,7 +27,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	requireRoot(t)
 	fwdBefore, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	n := newNode(t)
-	n.start()
+	n.start("--https-address", "127.0.0.1:18443")
 	t0 := time.Now()
 	out, err := n.osd("init", "--kubernetes-only", "--timeout", "5m")
 	if err != nil {
@@ -236,6 +238,73 @@ func TestDaemonLifecycle(t *testing.T) {
 		}
 		if out, err := n.osd("config", "show", "--rendered", "nosuch"); err == nil || !strings.Contains(out, "keystone") {
 			t.Errorf("osd config show --rendered nosuch = %q, %v, want an error listing the services", out, err)
+		}
+	})
+
+	t.Run("join tokens and the mTLS remote API", func(t *testing.T) {
+		out, err := n.osd("cluster", "add", "node2", "--ttl", "30m")
+		if err != nil {
+			t.Fatalf("osd cluster add node2: %v\n%s", err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		tok, err := cluster.DecodeToken(lines[len(lines)-1])
+		if err != nil {
+			t.Fatalf("token printed by osd cluster add does not decode: %v\n%s", err, out)
+		}
+		if tok.Name != "node2" || len(tok.Addresses) == 0 || !strings.HasSuffix(tok.Addresses[0], ":18443") || time.Until(tok.Expires) > 31*time.Minute {
+			t.Errorf("token = %+v, want node2, the remote API address, 30m", tok)
+		}
+		if out, err := n.osd("cluster", "add", "node2"); err == nil || !strings.Contains(out, "revoke") {
+			t.Errorf("second token for node2 = %q, %v, want a refusal saying to revoke", out, err)
+		}
+		if out, err := n.osd("cluster", "add", "Bad_Name!"); err == nil {
+			t.Errorf("token for an invalid name accepted: %s", out)
+		}
+		if out, err := n.osd("cluster", "tokens"); err != nil || !strings.Contains(out, "node2") {
+			t.Errorf("osd cluster tokens = %q, %v, want node2", out, err)
+		}
+		if out, err := n.osd("cluster", "revoke", "node2"); err != nil {
+			t.Errorf("osd cluster revoke node2: %v\n%s", err, out)
+		}
+
+		// The remote API: pinned to the cluster CA from the token, no client certificate.
+		anon, err := cluster.ClientTLSConfig(tok.Fingerprint, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := httpsStatus(t, anon, "https://127.0.0.1:18443/1.0"); code != http.StatusUnauthorized {
+			t.Errorf("GET /1.0 without a client certificate = %d, want 401", code)
+		}
+		// A client certificate nobody trusts, then trusted with osd trust add.
+		certPEM, keyPEM := selfSignedClient(t)
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := cluster.ClientTLSConfig(tok.Fingerprint, &pair)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := httpsStatus(t, client, "https://127.0.0.1:18443/1.0"); code != http.StatusForbidden {
+			t.Errorf("GET /1.0 with an untrusted certificate = %d, want 403", code)
+		}
+		certFile := filepath.Join(t.TempDir(), "client.pem")
+		os.WriteFile(certFile, certPEM, 0o600)
+		if out, err := n.osd("trust", "add", "automation", certFile); err != nil {
+			t.Fatalf("osd trust add: %v\n%s", err, out)
+		}
+		if code := httpsStatus(t, client, "https://127.0.0.1:18443/1.0"); code != http.StatusOK {
+			t.Errorf("GET /1.0 with a trusted certificate = %d, want 200", code)
+		}
+		if code := httpsStatus(t, client, "https://127.0.0.1:18443/1.0/nonexistent"); code != http.StatusNotFound {
+			t.Errorf("GET /1.0/nonexistent (trusted) = %d, want 404", code)
+		}
+		// A server that is not this cluster is refused by the pin.
+		wrongPin, _ := cluster.ClientTLSConfig(strings.Repeat("ab", 32), &pair)
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: wrongPin}}
+		if resp, err := c.Get("https://127.0.0.1:18443/1.0"); err == nil {
+			resp.Body.Close()
+			t.Errorf("a client pinned to another CA reached the API (status %d)", resp.StatusCode)
 		}
 	})
 

@@ -113,7 +113,7 @@ func TestOpenStackE2E(t *testing.T) {
 	if err := n.query("deployment", &dep); err != nil {
 		t.Fatal(err)
 	}
-	for _, svc := range []string{"coredns", "mariadb", "rabbitmq", "memcached", "keystone"} {
+	for _, svc := range []string{"coredns", "mariadb", "rabbitmq", "memcached", "keystone", "glance", "placement"} {
 		if ch, ok := dep.Children[svc]; !ok || ch.State != deploy.StateReady {
 			t.Errorf("release %s = %+v, want ready", svc, ch)
 		}
@@ -130,6 +130,42 @@ func TestOpenStackE2E(t *testing.T) {
 		out, err := n.openstack("token", "issue", "-f", "value", "-c", "id")
 		if err != nil || len(strings.TrimSpace(out)) < 20 {
 			t.Fatalf("openstack token issue = %q, %v, want a token", out, err)
+		}
+	})
+
+	t.Run("glance stores an image, placement answers", func(t *testing.T) {
+		img := filepath.Join(t.TempDir(), "disk.raw")
+		data := make([]byte, 1<<20)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		if err := os.WriteFile(img, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := n.openstack("image", "create", "--disk-format", "raw", "--container-format", "bare", "--file", img, "-f", "value", "-c", "id", "e2e-image")
+		if err != nil {
+			t.Fatalf("openstack image create: %v\n%s", err, out)
+		}
+		id := strings.TrimSpace(out)
+		t.Cleanup(func() { n.openstack("image", "delete", id) })
+		out, err = n.openstack("image", "show", id, "-f", "value", "-c", "status", "-c", "size")
+		if err != nil || !strings.Contains(out, "active") || !strings.Contains(out, "1048576") {
+			t.Errorf("openstack image show = %q, %v, want an active image of 1048576 bytes", out, err)
+		}
+		dl := filepath.Join(t.TempDir(), "back.raw")
+		if out, err := n.openstack("image", "save", "--file", dl, id); err != nil {
+			t.Errorf("openstack image save: %v\n%s", err, out)
+		} else if back, _ := os.ReadFile(dl); string(back) != string(data) {
+			t.Errorf("downloaded image differs from the upload (%d bytes back)", len(back))
+		}
+		out, err = n.openstack("endpoint", "list", "--service", "placement", "-f", "value", "-c", "Interface")
+		if err != nil || len(strings.Fields(out)) != 3 {
+			t.Errorf("placement endpoints = %q, %v, want public, internal and admin", out, err)
+		}
+		// Placement's root answers its version document only through the catalog's public URL.
+		out, err = n.openstack("versions", "show", "--service", "placement", "-f", "value", "-c", "Status")
+		if err != nil || !strings.Contains(out, "CURRENT") {
+			t.Errorf("openstack versions show --service placement = %q, %v, want a CURRENT version", out, err)
 		}
 	})
 

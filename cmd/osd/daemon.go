@@ -52,6 +52,7 @@ func newDaemonCmd(g *globals) *cobra.Command {
 	f.StringVar(&cfg.NodeName, "node-name", "", "Kubernetes node name (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "address the node advertises (default: the address of the default route)")
 	f.BoolVar(&cfg.KeepWorkloads, "keep-workloads", false, "leave pod containers running when the daemon stops (for upgrades)")
+	f.StringVar(&cfg.HTTPSAddress, "https-address", daemon.DefaultHTTPSAddress, "the remote API's address (mutual TLS; none to disable)")
 	f.BoolVar(&debug, "debug", false, "log at debug level")
 	return cmd
 }

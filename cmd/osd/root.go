@@ -51,6 +51,8 @@ func newRootCmd() *cobra.Command {
 		newPreflightCmd(g),
 		newImagesCmd(g),
 		newConfigCmd(g),
+		newClusterCmd(g),
+		newTrustCmd(g),
 		newStatusCmd(g),
 		newVersionCmd(g),
 		newResetCmd(g),

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/osdcloud/osd/daemon/cluster"
+)
+
+func newClusterCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Grow the cloud to more hosts: join tokens and members"}
+	var ttl string
+	add := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Issue a single-use join token for the host NAME (osd join TOKEN on that host)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var tok cluster.IssuedToken
+			if err := g.client().Query(cmd.Context(), "POST", "cluster/tokens", cluster.TokenRequest{Name: args[0], TTL: ttl}, &tok); err != nil {
+				return err
+			}
+			fmt.Printf("Join token for %s (single use, expires %s):\n%s\n", tok.Name, tok.Expires.Format("2006-01-02 15:04 MST"), tok.Token)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&ttl, "ttl", "1h", "how long the token is valid (e.g. 30m, 2h)")
+	var format string
+	tokens := &cobra.Command{
+		Use:   "tokens",
+		Short: "List the join tokens not used yet",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var list []cluster.TokenInfo
+			if err := g.client().Query(cmd.Context(), "GET", "cluster/tokens", nil, &list); err != nil {
+				return err
+			}
+			return render(os.Stdout, format, list, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "NAME\tEXPIRES\tSTATE")
+				for _, t := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.ExpiresAt.Format("2006-01-02 15:04 MST"), t.State)
+				}
+			})
+		},
+	}
+	tokens.Flags().StringVar(&format, "format", "table", "output format: table, json or yaml")
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke the join token issued for NAME",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.client().Query(cmd.Context(), "DELETE", "cluster/tokens/"+url.PathEscape(args[0]), nil, nil); err != nil {
+				return err
+			}
+			fmt.Printf("revoked the join token for %s\n", args[0])
+			return nil
+		},
+	}
+	var listFormat string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the cluster's members",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(listFormat); err != nil {
+				return err
+			}
+			var members []cluster.Member
+			if err := g.client().Query(cmd.Context(), "GET", "cluster/members", nil, &members); err != nil {
+				return err
+			}
+			return render(os.Stdout, listFormat, members, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "NAME\tADDRESS\tROLES\tLAST HEARTBEAT")
+				for _, m := range members {
+					hb := "never"
+					if m.LastHeartbeat != nil {
+						hb = m.LastHeartbeat.Format("2006-01-02 15:04:05 MST")
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", m.Name, m.Address, m.Roles, hb)
+				}
+			})
+		},
+	}
+	list.Flags().StringVar(&listFormat, "format", "table", "output format: table, json or yaml")
+	cmd.AddCommand(add, tokens, revoke, list)
+	return cmd
+}
+
+func newTrustCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "trust", Short: "Client certificates allowed to use the remote API (mutual TLS)"}
+	add := &cobra.Command{
+		Use:   "add NAME CERT.pem",
+		Short: "Trust a client certificate for the remote API",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pem, err := os.ReadFile(args[1])
+			if err != nil {
+				return fmt.Errorf("read certificate: %w", err)
+			}
+			var e cluster.TrustEntry
+			if err := g.client().Query(cmd.Context(), "POST", "trust", cluster.TrustRequest{Name: args[0], Certificate: string(pem)}, &e); err != nil {
+				return err
+			}
+			fmt.Printf("trusted %s (%s)\n", e.Name, e.Fingerprint)
+			return nil
+		},
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List trusted certificates",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var entries []cluster.TrustEntry
+			if err := g.client().Query(cmd.Context(), "GET", "trust", nil, &entries); err != nil {
+				return err
+			}
+			return render(os.Stdout, "table", entries, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "NAME\tKIND\tFINGERPRINT")
+				for _, e := range entries {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.Kind, e.Fingerprint)
+				}
+			})
+		},
+	}
+	remove := &cobra.Command{
+		Use:   "remove FINGERPRINT",
+		Short: "Stop trusting a certificate",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.client().Query(cmd.Context(), "DELETE", "trust/"+url.PathEscape(args[0]), nil, nil)
+		},
+	}
+	cmd.AddCommand(add, list, remove)
+	return cmd
+}
