@@ -43,8 +43,11 @@ bench: build
 e2e: build
 	OSD_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E' ./test/ 2>&1 | tee e2e-output.txt; exit $${PIPESTATUS[0]}
 
+FUZZTIME ?= 20s
 fuzz:
-	$(GOTEST) -run '^$$' -fuzz FuzzDecodeRequest -fuzztime 20s ./daemon/rest/
+	$(GOTEST) -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./daemon/rest/
+	$(GOTEST) -run '^$$' -fuzz FuzzDecodeToken -fuzztime $(FUZZTIME) ./daemon/cluster/
+	$(GOTEST) -run '^$$' -fuzz FuzzJoinRequest -fuzztime $(FUZZTIME) ./daemon/cluster/
 
 clean:
 	rm -rf bin test-output.txt bench-output.txt
