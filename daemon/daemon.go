@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
@@ -116,6 +117,11 @@ type Daemon struct {
 	failed     chan error // a supervised part ended on its own
 
 	runCtx context.Context // ends when the daemon stops
+
+	ctrlMu         sync.Mutex // one controller pass at a time
+	ctrl           *deploy.Controller
+	kc             *kubeClients
+	reconcilerOnce sync.Once
 
 	trust      *cluster.TrustSet
 	clusterSvc *cluster.Service

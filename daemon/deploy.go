@@ -145,14 +145,55 @@ func (d *Daemon) clients() (*kubeClients, error) {
 	return kc, nil
 }
 
-// controller is the deployment controller bound to this daemon's cluster.
+// controller is the daemon's one deployment controller, bound to its cluster (made on
+// first use, once the embedded Kubernetes runs). Reconcile passes go through reconcile,
+// so converge and the background loop never act at the same time.
 func (d *Daemon) controller() (*deploy.Controller, *kubeClients, error) {
+	d.ctrlMu.Lock()
+	defer d.ctrlMu.Unlock()
+	if d.ctrl != nil {
+		return d.ctrl, d.kc, nil
+	}
 	kc, err := d.clients()
 	if err != nil {
 		return nil, nil, err
 	}
-	return &deploy.Controller{Kube: kc.kube, Dynamic: kc.dynamic, Helm: kc.helm, Charts: charts.FS,
-		Log: slog.Default().With("component", "deploy")}, kc, nil
+	d.kc = kc
+	d.ctrl = &deploy.Controller{Kube: kc.kube, Dynamic: kc.dynamic, Helm: kc.helm, Charts: charts.FS,
+		Log: slog.Default().With("component", "deploy")}
+	return d.ctrl, d.kc, nil
+}
+
+// reconcile runs one controller pass, serialized with every other.
+func (d *Daemon) reconcile(ctx context.Context, c *deploy.Controller) (deploy.Result, error) {
+	d.ctrlMu.Lock()
+	defer d.ctrlMu.Unlock()
+	return c.Reconcile(ctx)
+}
+
+// keepReconciling keeps the deployment converged and its status (what osd status shows)
+// current after osd init: every minute when ready, sooner while something converges.
+func (d *Daemon) keepReconciling(ctx context.Context, c *deploy.Controller) {
+	wait := time.Minute
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		res, err := d.reconcile(ctx, c)
+		wait = time.Minute
+		switch {
+		case err != nil && ctx.Err() == nil:
+			slog.Warn("reconcile", "err", err)
+			wait = 10 * time.Second
+		case res.RequeueAfter > 0 && res.RequeueAfter < wait:
+			wait = res.RequeueAfter
+		}
+		if len(res.Actions) > 0 {
+			slog.Info("reconcile acted", "actions", len(res.Actions))
+		}
+	}
 }
 
 // deploymentSpec is the OpenStackDeployment osd asks for on this host.
@@ -217,22 +258,37 @@ func (d *Daemon) ensureOpenStack(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	if err := c.EnsureDeployment(ctx, kc.apiext, spec); err != nil {
-		return false, "", err
+	d.ctrlMu.Lock()
+	err = c.EnsureDeployment(ctx, kc.apiext, spec)
+	if err == nil {
+		_, err = c.RetryFailed(ctx)
 	}
-	if _, err := c.RetryFailed(ctx); err != nil {
+	d.ctrlMu.Unlock()
+	if err != nil {
 		return false, "", err
 	}
 	changed := false
-	res, err := c.UntilReady(ctx, func(r deploy.Result, err error) {
-		if len(r.Actions) > 0 {
+	var res deploy.Result
+	for {
+		res, err = d.reconcile(ctx, c)
+		if len(res.Actions) > 0 {
 			changed = true
 		}
-		d.conv.update(func(s *InitState) { s.Detail = deploymentProgress(r, err) })
-	})
-	if err != nil {
-		return changed, deploymentProgress(res, nil), err
+		d.conv.update(func(s *InitState) { s.Detail = deploymentProgress(res, err) })
+		if err == nil && res.Ready {
+			break
+		}
+		wait := res.RequeueAfter
+		if err != nil || wait == 0 {
+			wait = 5 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return changed, deploymentProgress(res, err), fmt.Errorf("deployment not ready: %w", ctx.Err())
+		case <-time.After(wait):
+		}
 	}
+	d.reconcilerOnce.Do(func() { go d.keepReconciling(d.runCtx, c) })
 	creds, err := deploy.ReadAdminCredentials(ctx, kc.kube, deploy.Namespace, d.keystonePublicURL())
 	if err != nil {
 		return changed, "", err
