@@ -156,7 +156,7 @@ func New(cfg Config) (*Daemon, error) {
 func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
 // Run starts the daemon and blocks until ctx ends or a part fails, then stops everything
-// it started, in reverse order.
+// it started (in the order stop explains).
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.started = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
