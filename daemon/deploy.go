@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -47,24 +46,7 @@ func (d *Daemon) ensureImages(ctx context.Context) (bool, string, error) {
 	d.imagesBusy.Lock()
 	defer d.imagesBusy.Unlock()
 	b := d.builder()
-	var mu sync.Mutex
-	last := time.Time{}
-	b.Progress = func(e images.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < time.Second && e.Step != "done" {
-			return
-		}
-		last = time.Now()
-		msg := e.Image + ": " + e.Step
-		if e.Total > 0 {
-			msg += fmt.Sprintf(" %d/%d packages", e.Packages, e.Total)
-		}
-		if e.MB > 0 {
-			msg += fmt.Sprintf(" %.0f MB", e.MB)
-		}
-		d.conv.update(func(s *InitState) { s.Detail = msg })
-	}
+	b.Progress = buildReporter(func(msg string) { d.conv.update(func(s *InitState) { s.Detail = msg }) })
 	defer func() { b.Progress = nil }()
 	results, err := b.BuildAll(ctx, deployImages...)
 	if err != nil {

@@ -55,7 +55,9 @@ func (d *Daemon) postImagesBuild(r *http.Request) rest.Response {
 	}
 	op := d.ops.start(d.runCtx, &d.wg, "images-build", func(ctx context.Context, emit func(string)) (any, error) {
 		defer d.imagesBusy.Unlock()
-		b := &images.Builder{StateDir: d.cfg.CacheDir, Progress: buildReporter(emit)}
+		b := d.builder()
+		b.Progress = buildReporter(emit)
+		defer func() { b.Progress = nil }()
 		res, err := b.BuildAll(ctx, req.Names...)
 		for _, x := range res {
 			how := "built"
