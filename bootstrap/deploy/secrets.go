@@ -24,6 +24,9 @@ const (
 	// FormatFernet is a Fernet key as keystone-manage writes it: 32 random bytes,
 	// URL-safe base64 with padding (44 characters).
 	FormatFernet KeyFormat = "fernet"
+	// FormatKey32 is 16 random bytes as exactly 32 hex characters, for keys whose length
+	// is fixed (Heat's auth_encryption_key must be 16, 24 or 32 characters).
+	FormatKey32 KeyFormat = "key32"
 )
 
 // SecretSpec is a Secret whose missing keys are generated.
@@ -52,6 +55,18 @@ func DefaultSecrets() []SecretSpec {
 		{Name: "glance-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "placement-db", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "placement-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		// The rest of the cloud: Neutron (ML2/OVN), Nova, Heat, Horizon.
+		{Name: "neutron-db", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "neutron-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "nova-db", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "nova-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		// Shared by nova-api's metadata service and neutron's OVN metadata agent.
+		{Name: "metadata-proxy", Keys: map[string]KeyFormat{"shared-secret": FormatHex}},
+		{Name: "heat-db", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "heat-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		// heat_domain_admin (stack domain users) and the key Heat encrypts credentials with.
+		{Name: "heat-domain", Keys: map[string]KeyFormat{"password": FormatHex, "auth-encryption-key": FormatKey32}},
+		{Name: "horizon", Keys: map[string]KeyFormat{"secret-key": FormatHex}},
 	}
 }
 
@@ -136,12 +151,16 @@ func fillMissing(data map[string][]byte, keys map[string]KeyFormat, rnd io.Reade
 }
 
 func generate(f KeyFormat, rnd io.Reader) ([]byte, error) {
-	b := make([]byte, 32)
+	n := 32
+	if f == FormatKey32 {
+		n = 16
+	}
+	b := make([]byte, n)
 	if _, err := io.ReadFull(rnd, b); err != nil {
 		return nil, fmt.Errorf("read random bytes: %w", err)
 	}
 	switch f {
-	case FormatHex:
+	case FormatHex, FormatKey32:
 		return []byte(hex.EncodeToString(b)), nil
 	case FormatFernet:
 		return []byte(base64.URLEncoding.EncodeToString(b)), nil

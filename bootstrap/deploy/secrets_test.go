@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"regexp"
 	"testing"
@@ -53,6 +54,12 @@ func TestEnsureSecrets(t *testing.T) {
 				if err != nil || len(raw) != 32 || len(v) != 44 {
 					t.Errorf("secret %s/%s is not a fernet key (len %d, err %v)", spec.Name, k, len(v), err)
 				}
+			case FormatKey32:
+				if _, err := hex.DecodeString(string(v)); err != nil || len(v) != 32 {
+					t.Errorf("secret %s/%s has %d chars (err %v), want 32 hex", spec.Name, k, len(v), err)
+				}
+			default:
+				t.Errorf("secret %s/%s has unchecked format %q", spec.Name, k, f)
 			}
 			if seen[string(v)] {
 				t.Errorf("secret %s/%s repeats another generated value", spec.Name, k)
