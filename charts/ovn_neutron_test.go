@@ -1,0 +1,232 @@
+package charts
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// typedAll decodes every object of a rendered chart, keyed by Kind/name.
+func typedAll(t *testing.T, objs []object) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, o := range objs {
+		doc, err := json.Marshal(o.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := strictDecoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
+		}
+		name := o.Metadata.Name
+		if o.Kind == "Job" {
+			name = name[:strings.LastIndex(name, "-")]
+		}
+		out[o.Kind+"/"+name] = obj
+	}
+	return out
+}
+
+func renderService(t *testing.T, name string, spec deploy.DeploymentSpec) ([]object, map[string]any) {
+	t.Helper()
+	svc, ok := deploy.DefaultCatalog().Service(name)
+	if !ok {
+		t.Fatalf("catalog has no %s", name)
+	}
+	objs, _ := render(t, FS, name, svc, spec)
+	return objs, typedAll(t, objs)
+}
+
+func TestOVNChart(t *testing.T) {
+	objs, typed := renderService(t, "ovn", deploy.DeploymentSpec{Images: testImages})
+	want := []string{"DaemonSet/ovn-controller", "DaemonSet/ovn-controller-gateway", "Deployment/ovn-central", "Service/ovn-nb", "Service/ovn-sb"}
+	if got := kinds(objs); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("Template(ovn) = %v, want %v", got, want)
+	}
+	central := typed["Deployment/ovn-central"].(*appsv1.Deployment)
+	if central.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("ovn-central strategy = %s, want Recreate (one writer per database)", central.Spec.Strategy.Type)
+	}
+	ports := map[string]int32{}
+	for _, c := range central.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			ports[c.Name] = p.ContainerPort
+		}
+	}
+	if ports["ovsdb-nb"] != 6641 || ports["ovsdb-sb"] != 6642 || containerByName(central.Spec.Template.Spec.Containers, "northd") == nil {
+		t.Errorf("ovn-central containers/ports = %v, want ovsdb-nb 6641, ovsdb-sb 6642 and northd", ports)
+	}
+	for _, v := range central.Spec.Template.Spec.Volumes {
+		if v.Name == "data" && (v.HostPath == nil || v.HostPath.Path != "/var/lib/osd/volumes/ovn") {
+			t.Errorf("ovn-central data volume = %+v, want hostPath /var/lib/osd/volumes/ovn", v.VolumeSource)
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		gateway bool
+	}{{"ovn-controller", false}, {"ovn-controller-gateway", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := typed["DaemonSet/"+tt.name].(*appsv1.DaemonSet)
+			pod := ds.Spec.Template.Spec
+			if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet || pod.NodeSelector["openvswitch"] != "enabled" {
+				t.Errorf("%s hostNetwork=%v dnsPolicy=%s nodeSelector=%v, want host network, cluster DNS, openvswitch=enabled", tt.name, pod.HostNetwork, pod.DNSPolicy, pod.NodeSelector)
+			}
+			expr := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
+			wantOp := corev1.NodeSelectorOpNotIn
+			if tt.gateway {
+				wantOp = corev1.NodeSelectorOpIn
+			}
+			if expr.Key != "openstack-gateway" || expr.Operator != wantOp {
+				t.Errorf("%s affinity = %+v, want openstack-gateway %s enabled", tt.name, expr, wantOp)
+			}
+			c := pod.Containers[0]
+			if env := envByName(&c, "GATEWAY"); env == nil || (env.Value == "enabled") != tt.gateway {
+				t.Errorf("%s GATEWAY env = %+v, want enabled=%v", tt.name, env, tt.gateway)
+			}
+			if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+				t.Errorf("%s is not privileged", tt.name)
+			}
+			script := strings.Join(c.Command, " ")
+			for _, w := range []string{"external_ids:ovn-remote=\"tcp:$sb:6642\"", "ovn-encap-ip=\"$NODE_IP\"", "ovn-bridge-datapath-type=\"$dp\"", "ovn-bridge-mappings=\"physnet1:br-ex\"", "sock=/run/openvswitch/db.sock", "exec ovn-controller unix:$sock"} {
+				if !strings.Contains(script, w) {
+					t.Errorf("%s script lacks %q", tt.name, w)
+				}
+			}
+		})
+	}
+}
+
+// TestOVNControllerScript runs the ovn-controller start script's datapath choice in a
+// shell with ovs-vsctl replaced by a function: br-ex's type wins, else the kernel module.
+func TestOVNControllerScript(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	_, typed := renderService(t, "ovn", deploy.DeploymentSpec{Images: testImages})
+	script := typed["DaemonSet/ovn-controller-gateway"].(*appsv1.DaemonSet).Spec.Template.Spec.Containers[0].Command[2]
+	dir := t.TempDir()
+	log := filepath.Join(dir, "vsctl.log")
+	for _, tt := range []struct {
+		name, brexType, want string
+	}{
+		{"br-ex netdev", "netdev", `ovn-bridge-datapath-type=netdev`},
+		{"br-ex system", "system", `ovn-bridge-datapath-type=system`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(log)
+			// A fake ovs-vsctl and ovn-controller on PATH: they record their arguments.
+			bin := filepath.Join(dir, "bin")
+			os.MkdirAll(bin, 0o755)
+			fake := "#!/bin/sh\necho \"$@\" >> " + log + "\ncase \"$*\" in *'get bridge br-ex datapath_type'*) echo '\"" + tt.brexType + "\"';; *'get open . external_ids:system-id'*) echo '\"abc\"';; esac\n"
+			os.WriteFile(filepath.Join(bin, "ovs-vsctl"), []byte(fake), 0o755)
+			os.WriteFile(filepath.Join(bin, "ovn-controller"), []byte("#!/bin/sh\necho ovn-controller \"$@\" >> "+log+"\n"), 0o755)
+			os.WriteFile(filepath.Join(bin, "getent"), []byte("#!/bin/sh\necho '10.43.0.99 ovn-sb'\n"), 0o755)
+			cmd := exec.Command("sh", "-ec", script)
+			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "NODE_NAME=node1", "NODE_IP=192.0.2.10", "GATEWAY=enabled"}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("script: %v\n%s", err, out)
+			}
+			got, _ := os.ReadFile(log)
+			for _, w := range []string{tt.want, "external_ids:ovn-remote=tcp:10.43.0.99:6642", "external_ids:ovn-encap-ip=192.0.2.10", "external_ids:system-id=abc", "external_ids:hostname=node1", "ovn-bridge-mappings=physnet1:br-ex", "ovn-cms-options=enable-chassis-as-gw", "ovn-controller unix:/run/openvswitch/db.sock"} {
+				if !strings.Contains(string(got), w) {
+					t.Errorf("script calls lack %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestNeutronChart(t *testing.T) {
+	objs, typed := renderService(t, "neutron", deploy.DeploymentSpec{Images: testImages})
+	want := []string{"DaemonSet/neutron-ovn-metadata-agent", "Deployment/neutron-server", "Job/neutron-init-", "Secret/neutron-config", "Service/neutron-server"}
+	got := kinds(objs)
+	if len(got) != len(want) {
+		t.Fatalf("Template(neutron) = %v, want %v", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("Template(neutron)[%d] = %s, want %s", i, got[i], want[i])
+		}
+	}
+	server := typed["Deployment/neutron-server"].(*appsv1.Deployment)
+	c := containerByName(server.Spec.Template.Spec.Containers, "neutron-server")
+	if c == nil || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Port.IntValue() != 9696 {
+		t.Fatalf("neutron-server container/probe = %+v, want an HTTP probe on 9696", c)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.SubPath] = m.MountPath
+	}
+	if mounts["ml2_conf.ini"] != "/etc/neutron/plugins/ml2/ml2_conf.ini" || mounts["neutron.conf"] != "/etc/neutron/neutron.conf" {
+		t.Errorf("neutron-server mounts = %v", mounts)
+	}
+	svc := typed["Service/neutron-server"].(*corev1.Service)
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30696 {
+		t.Errorf("Service neutron-server = %s %+v, want NodePort 30696", svc.Spec.Type, svc.Spec.Ports)
+	}
+	job := typed["Job/neutron-init"].(*batchv1.Job)
+	var steps []string
+	for _, s := range job.Spec.Template.Spec.InitContainers {
+		steps = append(steps, s.Name)
+	}
+	for _, s := range job.Spec.Template.Spec.Containers {
+		steps = append(steps, s.Name)
+	}
+	if strings.Join(steps, ",") != "config-render,db-create,db-sync,keystone-register" {
+		t.Errorf("neutron-init steps = %v", steps)
+	}
+	agent := typed["DaemonSet/neutron-ovn-metadata-agent"].(*appsv1.DaemonSet)
+	pod := agent.Spec.Template.Spec
+	if !pod.HostNetwork || pod.NodeSelector["openvswitch"] != "enabled" {
+		t.Errorf("metadata agent hostNetwork=%v nodeSelector=%v", pod.HostNetwork, pod.NodeSelector)
+	}
+	var netns *corev1.VolumeMount
+	for i, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == "netns" {
+			netns = &pod.Containers[0].VolumeMounts[i]
+		}
+	}
+	if netns == nil || netns.MountPath != "/run/netns" || netns.MountPropagation == nil || *netns.MountPropagation != corev1.MountPropagationBidirectional {
+		t.Errorf("metadata agent /run/netns mount = %+v, want Bidirectional propagation", netns)
+	}
+
+	// The secrets: every reference is generated by deploy, config holds placeholders only.
+	generated := map[string]bool{}
+	for _, s := range deploy.DefaultSecrets() {
+		for k := range s.Keys {
+			generated[s.Name+"/"+k] = true
+		}
+	}
+	for _, o := range []*corev1.PodSpec{&server.Spec.Template.Spec, &job.Spec.Template.Spec, &pod} {
+		for _, c := range append(append([]corev1.Container{}, o.InitContainers...), o.Containers...) {
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && !generated[e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key] {
+					t.Errorf("container %s env %s refers to %s/%s, not generated", c.Name, e.Name, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
+				}
+			}
+		}
+	}
+	conf := typed["Secret/neutron-config"].(*corev1.Secret).StringData
+	for file, wants := range map[string][]string{
+		"neutron.conf": {"core_plugin = ml2\n", "service_plugins = ovn-router\n", "transport_url = rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/\n",
+			"connection = mysql+pymysql://neutron:@@NEUTRON_DB_PASSWORD@@@mariadb.openstack.svc/neutron\n", "[nova]\n", "password = @@NOVA_KEYSTONE_PASSWORD@@\n"},
+		"ml2_conf.ini": {"mechanism_drivers = ovn\n", "tenant_network_types = geneve\n", "flat_networks = physnet1\n",
+			"ovn_nb_connection = tcp:ovn-nb.openstack.svc.cluster.local:6641\n", "ovn_sb_connection = tcp:ovn-sb.openstack.svc.cluster.local:6642\n", "ovn_metadata_enabled = true\n"},
+		"metadata_agent.ini": {"nova_metadata_host = nova-metadata.openstack.svc.cluster.local\n", "metadata_proxy_shared_secret = @@METADATA_SECRET@@\n", "ovsdb_connection = unix:/run/openvswitch/db.sock\n"},
+	} {
+		for _, w := range wants {
+			if !strings.Contains(conf[file], w) {
+				t.Errorf("%s lacks %q:\n%s", file, w, conf[file])
+			}
+		}
+	}
+}
