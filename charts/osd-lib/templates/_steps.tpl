@@ -133,7 +133,10 @@ corrected when their URL changed): (dict ... "user" "glance" "passwordSecret"
         i=$((i+1)); [ "$i" -lt 150 ] || { echo "keystone at $OS_AUTH_URL does not issue tokens"; exit 1; }
         sleep 2
       done
-      openstack project show service >/dev/null 2>&1 || openstack project create --domain default --description "OpenStack services" service
+      # Two services registering at once may both try to create the project: the loser's
+      # create fails, and the project exists.
+      openstack project show service >/dev/null 2>&1 || openstack project create --domain default --description "OpenStack services" service \
+        || openstack project show service >/dev/null
       openstack user show --domain default "$SVC_USER" >/dev/null 2>&1 || openstack user create --domain default --password "$SVC_PASSWORD" "$SVC_USER"
       openstack user set --password "$SVC_PASSWORD" "$SVC_USER"
       openstack role add --project service --user "$SVC_USER" admin
