@@ -2,12 +2,12 @@ package k3s
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -59,6 +59,11 @@ func Cleanup(ctx context.Context, p Paths, original map[string]string) (CleanupR
 		return rep, fmt.Errorf("refusing to clean up state dir %q / run dir %q: want absolute paths other than /", p.StateDir, p.RunDir)
 	}
 	rep.Killed = killLeftovers(p)
+	if removed, err := RemoveCgroupRoot(p.CgroupRoot); err != nil {
+		errs = append(errs, err)
+	} else if removed > 0 {
+		rep.Removed = append(rep.Removed, fmt.Sprintf("cgroup root %s (%d directories)", p.CgroupRoot, removed))
+	}
 	n, err := unmountUnder(append([]string{p.StateDir, p.RunDir, "/run/netns/cni-"}, HostDirs...))
 	rep.Unmounted = n
 	errs = append(errs, err)
@@ -108,10 +113,12 @@ func Cleanup(ctx context.Context, p Paths, original map[string]string) (CleanupR
 	return rep, errors.Join(errs...)
 }
 
-// killLeftovers kills containerd and shims started for osd's containerd socket, and the
-// processes of pods (in kubepods cgroups), and returns how many it killed.
+// killLeftovers kills containerd and the shims started for osd's own containerd socket,
+// and the processes of this node's pods (in its own kubepods cgroup), and returns how
+// many it killed. Processes of other nodes on the same host (another osd daemon with
+// another run dir and cgroup root, or another Kubernetes) are left alone.
 func killLeftovers(p Paths) int {
-	sock := p.ContainerdSocket()
+	self := Owner{Socket: p.ContainerdSocket(), Config: p.ContainerdConfig(), PodsCgroup: p.PodsCgroup(), MountNS: mountNS(os.Getpid())}
 	killed := 0
 	for round := 0; round < 3; round++ {
 		var pids []int
@@ -123,7 +130,8 @@ func killLeftovers(p Paths) int {
 			}
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-			if IsLeftover(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})), string(cg), sock, p.ContainerdConfig()) {
+			proc := Proc{Args: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), Cgroup: string(cg), MountNS: mountNS(pid)}
+			if IsLeftover(proc, self) {
 				pids = append(pids, pid)
 			}
 		}
@@ -140,14 +148,55 @@ func killLeftovers(p Paths) int {
 	return killed
 }
 
-// IsLeftover decides whether a process (by command line and /proc/PID/cgroup) belongs to
-// osd's containers: a shim or containerd for osd's socket or config, or a pod process.
-func IsLeftover(cmdline, cgroup, socket, config string) bool {
-	if strings.Contains(cmdline, socket) || strings.Contains(cmdline, config) {
-		return true
+// mountNS names the mount namespace of pid ("" when unreadable).
+func mountNS(pid int) string {
+	ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	return ns
+}
+
+// Proc is what IsLeftover looks at of one process: its arguments, its /proc/PID/cgroup
+// and its mount namespace.
+type Proc struct {
+	Args    []string
+	Cgroup  string
+	MountNS string
+}
+
+// Owner identifies one node's processes: its containerd socket and configuration, the
+// cgroup its pods live under (Paths.PodsCgroup) and the mount namespace its daemon runs in.
+type Owner struct {
+	Socket, Config, PodsCgroup, MountNS string
+}
+
+// IsLeftover decides whether p belongs to the node o (pure): containerd or a shim whose
+// arguments name o's socket or configuration exactly and that runs in o's mount namespace
+// (two nodes with private /run could use the same path), or a process in a cgroup at or
+// below o's pods cgroup in any hierarchy. A pod of another node (/kubepods when o's is
+// /osd-node2/kubepods, or the other way round) is never o's.
+func IsLeftover(p Proc, o Owner) bool {
+	if o.MountNS == "" || p.MountNS == "" || p.MountNS == o.MountNS {
+		for i, a := range p.Args {
+			v := a
+			if k, val, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
+				v = val
+			} else if i == 0 {
+				continue
+			}
+			if v == o.Socket || v == o.Config || v == "unix://"+o.Socket {
+				return true
+			}
+		}
 	}
-	for _, line := range strings.Split(cgroup, "\n") {
-		if strings.Contains(line, "/kubepods") {
+	pods := path.Clean("/" + o.PodsCgroup)
+	if pods == "/" {
+		return false
+	}
+	for _, line := range strings.Split(p.Cgroup, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if cg := parts[2]; cg == pods || strings.HasPrefix(cg, pods+"/") {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package k3s
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,14 +21,28 @@ const (
 )
 
 // Paths is where the embedded cluster keeps its files: persistent state under StateDir,
-// sockets and runtime state under RunDir.
+// sockets and runtime state under RunDir; and where it keeps its processes: the kubelet
+// puts pods under CgroupRoot/kubepods in every cgroup hierarchy.
 type Paths struct {
 	StateDir string
 	RunDir   string
+	// CgroupRoot is the kubelet's cgroup root ("" or "/": the hierarchy's root). Nodes
+	// sharing one host (tests) each take their own, such as /osd-node2, so that no node's
+	// cleanup can take another's pods for its own.
+	CgroupRoot string
 }
 
-func (p Paths) DataDir() string          { return filepath.Join(p.StateDir, "k3s") }
-func (p Paths) Kubeconfig() string       { return filepath.Join(p.StateDir, "kubeconfig") }
+// PodsCgroup is the cgroup path under which the kubelet of p runs pods.
+func (p Paths) PodsCgroup() string { return path.Join("/", p.CgroupRoot, "kubepods") }
+
+func (p Paths) DataDir() string    { return filepath.Join(p.StateDir, "k3s") }
+func (p Paths) Kubeconfig() string { return filepath.Join(p.StateDir, "kubeconfig") }
+
+// AgentKubeconfig is the kubelet's kubeconfig an agent writes: the node's own
+// credentials (it may read and update its own Node, not others).
+func (p Paths) AgentKubeconfig() string {
+	return filepath.Join(p.DataDir(), "agent", "kubelet.kubeconfig")
+}
 func (p Paths) BinDir() string           { return filepath.Join(p.StateDir, "bin") }
 func (p Paths) LogDir() string           { return filepath.Join(p.StateDir, "logs") }
 func (p Paths) ManifestsDir() string     { return filepath.Join(p.DataDir(), "server", "manifests") }
@@ -103,6 +118,41 @@ func ServerArgs(c Config) ([]string, error) {
 		"--pause-image", PauseImage,
 		"--kubelet-arg", "cgroup-driver=cgroupfs",
 	}
+	return appendNodeArgs(args, c)
+}
+
+// AgentArgs is the k3s agent command line for c joining the server at serverURL (the
+// supervisor, https://host:6443) with the node token: a node without the API server,
+// scheduler, controllers or datastore; its kubelet registers with the server.
+func AgentArgs(c Config, serverURL, token string) ([]string, error) {
+	c = c.WithDefaults()
+	if c.StateDir == "" || c.RunDir == "" {
+		return nil, fmt.Errorf("state dir and run dir are required")
+	}
+	if c.NodeName == "" {
+		return nil, fmt.Errorf("node name is required")
+	}
+	if !strings.HasPrefix(serverURL, "https://") {
+		return nil, fmt.Errorf("k3s server URL %q: want https://host:port", serverURL)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("k3s node token is required to join %s", serverURL)
+	}
+	args := []string{
+		"agent",
+		"--data-dir", c.DataDir(),
+		"--server", serverURL,
+		"--token", token,
+		"--node-name", c.NodeName,
+		"--container-runtime-endpoint", "unix://" + c.ContainerdSocket(),
+		"--pause-image", PauseImage,
+		"--kubelet-arg", "cgroup-driver=cgroupfs",
+	}
+	return appendNodeArgs(args, c)
+}
+
+// appendNodeArgs adds what server and agent share: node address, labels, cgroup root.
+func appendNodeArgs(args []string, c Config) ([]string, error) {
 	if c.NodeIP != "" {
 		args = append(args, "--node-ip", c.NodeIP)
 	}
@@ -111,6 +161,12 @@ func ServerArgs(c Config) ([]string, error) {
 			return nil, fmt.Errorf("node label %q: want key=value", l)
 		}
 		args = append(args, "--node-label", l)
+	}
+	if root := path.Clean("/" + c.CgroupRoot); root != "/" {
+		// A node sharing its host: its own cgroup root, and kube-proxy leaves the
+		// host-wide conntrack table size alone.
+		args = append(args, "--kubelet-arg", "cgroup-root="+root,
+			"--kube-proxy-arg", "conntrack-max-per-core=0")
 	}
 	return args, nil
 }

@@ -26,6 +26,8 @@ func TestServerArgs(t *testing.T) {
 		{name: "bad label", cfg: func() Config { c := base; c.NodeLabels = []string{"nolabel"}; return c }(), wantErr: "key=value"},
 		{name: "no node name", cfg: Config{Paths: base.Paths}, wantErr: "node name"},
 		{name: "no dirs", cfg: Config{NodeName: "x"}, wantErr: "state dir"},
+		{name: "own cgroup root", cfg: func() Config { c := base; c.CgroupRoot = "/osd-n1"; return c }(),
+			want: []string{"cgroup-root=/osd-n1", "conntrack-max-per-core=0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +57,46 @@ func TestServerArgs(t *testing.T) {
 				t.Errorf("ServerArgs() --disable = %q, want coredns and traefik disabled", d)
 			}
 		})
+	}
+}
+
+func TestAgentArgs(t *testing.T) {
+	base := Config{Paths: Paths{StateDir: "/s", RunDir: "/r", CgroupRoot: "osd-n2"}, NodeName: "n2",
+		NodeLabels: []string{"openstack-control-plane=enabled"}}
+	got, err := AgentArgs(base, "https://10.99.0.1:6443", "K10abc::server:xyz")
+	if err != nil {
+		t.Fatalf("AgentArgs() = %v", err)
+	}
+	want := map[string]string{
+		"--server": "https://10.99.0.1:6443", "--token": "K10abc::server:xyz", "--node-name": "n2", "--data-dir": "/s/k3s",
+		"--container-runtime-endpoint": "unix:///r/containerd/containerd.sock", "--node-label": "openstack-control-plane=enabled",
+	}
+	if got[0] != "agent" {
+		t.Errorf("AgentArgs()[0] = %q, want agent", got[0])
+	}
+	for flag, v := range want {
+		if i := slices.Index(got, flag); i < 0 || i+1 >= len(got) || got[i+1] != v {
+			t.Errorf("AgentArgs() %s = %v, want %q", flag, got, v)
+		}
+	}
+	if !slices.Contains(got, "cgroup-root=/osd-n2") {
+		t.Errorf("AgentArgs() = %v, want kubelet cgroup-root=/osd-n2", got)
+	}
+	for _, server := range []string{"--disable", "--cluster-cidr", "--write-kubeconfig", "--https-listen-port"} {
+		if slices.Contains(got, server) {
+			t.Errorf("AgentArgs() = %v, want no server flag %s", got, server)
+		}
+	}
+	for _, tt := range []struct{ url, token, wantErr string }{
+		{"http://10.0.0.1:6443", "t", "https"},
+		{"https://10.0.0.1:6443", "", "token"},
+	} {
+		if _, err := AgentArgs(base, tt.url, tt.token); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("AgentArgs(%q, %q) = %v, want an error about %s", tt.url, tt.token, err, tt.wantErr)
+		}
+	}
+	if _, err := AgentArgs(Config{Paths: base.Paths}, "https://x:1", "t"); err == nil {
+		t.Error("AgentArgs(no node name) = nil, want an error")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	k3sagent "github.com/k3s-io/k3s/pkg/cli/agent"
 	"github.com/k3s-io/k3s/pkg/cli/cmds"
 	k3sserver "github.com/k3s-io/k3s/pkg/cli/server"
 	"github.com/rancher/wrangler/v3/pkg/signals"
@@ -22,7 +23,7 @@ var ErrAlreadyStarted = errors.New("the embedded k3s already ran in this process
 var startOnce sync.Mutex
 var started bool
 
-// Server is a running embedded k3s server (with its agent).
+// Server is a running embedded k3s: a server (with its agent) or an agent alone.
 type Server struct {
 	done chan struct{}
 	err  error
@@ -52,6 +53,9 @@ func Prepare(c Config, self string) error {
 	if err := fsutil.WriteFileAtomic(c.ManifestsDir()+"/osd-rbac.yaml", rbac, 0o600); err != nil {
 		return fmt.Errorf("write rbac manifest: %w", err)
 	}
+	if err := EnsureCgroupRoot(c.CgroupRoot); err != nil {
+		return err
+	}
 	return linkTools(c.BinDir(), self)
 }
 
@@ -78,28 +82,48 @@ func linkTools(binDir, self string) error {
 // answering on c.ContainerdSocket(). The server runs until Stop, which ends the process:
 // stop everything else first. Signals do not reach k3s (see detachSignals).
 func StartServer(c Config) (*Server, error) {
+	args, err := ServerArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	return start(cmds.NewServerCommand(k3sserver.Run), args)
+}
+
+// StartAgent runs a k3s agent (kubelet, kube-proxy, the supervisor client) in this
+// process, joining the server at serverURL with the node token. Like StartServer: once
+// per process, containerd first, Stop last.
+func StartAgent(c Config, serverURL, token string) (*Server, error) {
+	args, err := AgentArgs(c, serverURL, token)
+	if err != nil {
+		return nil, err
+	}
+	return start(cmds.NewAgentCommand(k3sagent.Run), args)
+}
+
+func start(cmd *cli.Command, args []string) (*Server, error) {
 	startOnce.Lock()
 	defer startOnce.Unlock()
 	if started {
 		return nil, ErrAlreadyStarted
 	}
-	args, err := ServerArgs(c)
-	if err != nil {
-		return nil, err
-	}
 	started = true
 	app := cmds.NewApp()
 	app.DisableSliceFlagSeparator = true
-	app.Commands = []*cli.Command{cmds.NewServerCommand(k3sserver.Run)}
+	app.Commands = []*cli.Command{cmd}
 	s := &Server{done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		err := app.Run(append([]string{"k3s"}, args...))
 		if err != nil && !errors.Is(err, context.Canceled) {
-			s.err = fmt.Errorf("embedded k3s: %w", err)
+			s.err = fmt.Errorf("embedded k3s %s: %w", args[0], err)
 		}
 	}()
-	if !detachSignals(30 * time.Second) {
+	if !detachSignals(30*time.Second, s.done) {
+		select {
+		case <-s.done:
+			return s, fmt.Errorf("embedded k3s %s ended at start: %v", args[0], s.err)
+		default:
+		}
 		return s, errors.New("embedded k3s did not set up its signal handling within 30s")
 	}
 	return s, nil

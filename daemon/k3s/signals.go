@@ -19,16 +19,21 @@ import (
 //go:linkname wranglerShutdownHandler github.com/rancher/wrangler/v3/pkg/signals.shutdownHandler
 var wranglerShutdownHandler chan os.Signal
 
-// detachSignals waits (at most timeout) for k3s to install its signal channel and then
-// stops the delivery of operating-system signals to it; it reports whether it did.
-func detachSignals(timeout time.Duration) bool {
+// detachSignals waits (at most timeout, or until k3s returned: done) for k3s to install
+// its signal channel and then stops the delivery of operating-system signals to it; it
+// reports whether it did.
+func detachSignals(timeout time.Duration, done <-chan struct{}) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if ch := wranglerShutdownHandler; ch != nil {
 			signal.Stop(ch)
 			return true
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-done:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	return false
 }

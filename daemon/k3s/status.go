@@ -24,11 +24,16 @@ type NodeState struct {
 }
 
 // RESTConfig loads the admin kubeconfig k3s wrote.
-func RESTConfig(p Paths) (*rest.Config, error) {
-	if _, err := os.Stat(p.Kubeconfig()); err != nil {
-		return nil, fmt.Errorf("kubeconfig %s not written yet", p.Kubeconfig())
+func RESTConfig(p Paths) (*rest.Config, error) { return restConfig(p.Kubeconfig()) }
+
+// AgentRESTConfig loads the kubelet's kubeconfig of an agent node (AgentKubeconfig).
+func AgentRESTConfig(p Paths) (*rest.Config, error) { return restConfig(p.AgentKubeconfig()) }
+
+func restConfig(path string) (*rest.Config, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s not written yet", path)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
