@@ -51,6 +51,9 @@ type Config struct {
 	VolumeGroupBytes int64
 	// HTTPSAddress is the remote API's listen address (default :8443; "none" disables it).
 	HTTPSAddress string
+	// CgroupRoot is the kubelet's cgroup root (default: env OSD_CGROUP_ROOT, else the
+	// hierarchy's root). Only for several nodes on one host, such as the cluster tests.
+	CgroupRoot string
 }
 
 // WithDefaults fills the zero fields of c.
@@ -84,6 +87,9 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.HTTPSAddress == "" {
 		c.HTTPSAddress = DefaultHTTPSAddress
 	}
+	if c.CgroupRoot == "" {
+		c.CgroupRoot = os.Getenv("OSD_CGROUP_ROOT")
+	}
 	if c.VolumeGroupBytes == 0 {
 		c.VolumeGroupBytes = 20 << 30
 	}
@@ -100,7 +106,9 @@ func (c Config) WithDefaults() (Config, error) {
 	return c, nil
 }
 
-func (c Config) paths() k3s.Paths { return k3s.Paths{StateDir: c.StateDir, RunDir: c.RunDir} }
+func (c Config) paths() k3s.Paths {
+	return k3s.Paths{StateDir: c.StateDir, RunDir: c.RunDir, CgroupRoot: c.CgroupRoot}
+}
 
 // Daemon is one running osd daemon.
 type Daemon struct {
@@ -132,6 +140,8 @@ type Daemon struct {
 	imagesBusy  sync.Mutex // one image build or import at a time
 	ops         operations
 	conv        converger
+	join        joiner
+	countVMs    VMCounter      // nil: pods labelled InstanceLabel (see members.go)
 	wg          sync.WaitGroup // background work that stop waits for
 
 	stopOnce sync.Once
@@ -211,6 +221,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		slog.Info("host was initialized before: converging it")
 		d.startConverge(ctx)
 	}
+	d.resumeJoin(ctx)
 
 	select {
 	case <-ctx.Done():

@@ -11,6 +11,7 @@ func (d *Daemon) endpoints() []rest.Endpoint {
 	return append(d.clusterSvc.Endpoints(),
 		rest.Endpoint{Path: "", Get: rest.Action{Handler: func(*http.Request) rest.Response { return rest.SyncResponse(d.info()) }}},
 		rest.Endpoint{Path: "journal", Get: rest.Action{Handler: d.getJournal}},
+		rest.Endpoint{Path: "cluster/join-remote", Get: rest.Action{Handler: d.getJoinRemote}, Post: rest.Action{Handler: d.postJoinRemote}},
 		rest.Endpoint{Path: "init", Get: rest.Action{Handler: d.getInit}, Post: rest.Action{Handler: d.postInit}},
 		rest.Endpoint{Path: "preflight", Get: rest.Action{Handler: d.getPreflight}},
 		rest.Endpoint{Path: "operations/{id}", Get: rest.Action{Handler: d.getOperation}},

@@ -37,7 +37,8 @@ func (d *Daemon) startRemote(ctx context.Context) error {
 	if err := d.trust.Load(ctx, d.db); err != nil {
 		return err
 	}
-	d.clusterSvc = &cluster.Service{DB: d.db, CA: ca, Trust: d.trust, K3s: d.k3sJoinInfo, Addresses: d.remoteAddresses}
+	d.clusterSvc = &cluster.Service{DB: d.db, CA: ca, Trust: d.trust, K3s: d.k3sJoinInfo, Addresses: d.remoteAddresses,
+		NodeStates: d.nodeStates, Local: d.localMember, RemoveNode: d.removeNode}
 	go rc.Run(ctx, 12*time.Hour)
 	go d.clusterSvc.RunPurge(ctx, time.Hour)
 	if d.cfg.HTTPSAddress == "none" {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -76,20 +78,55 @@ func newClusterCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return render(os.Stdout, listFormat, members, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "NAME\tADDRESS\tROLES\tLAST HEARTBEAT")
+				fmt.Fprintln(tw, "NAME\tADDRESS\tROLES\tNODE\tVERSION\tLAST HEARTBEAT")
 				for _, m := range members {
-					hb := "never"
-					if m.LastHeartbeat != nil {
-						hb = m.LastHeartbeat.Format("2006-01-02 15:04:05 MST")
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", m.Name, m.Address, m.Roles, hb)
+					fmt.Fprintln(tw, memberRow(m, time.Now()))
 				}
 			})
 		},
 	}
 	list.Flags().StringVar(&listFormat, "format", "table", "output format: table, json or yaml")
-	cmd.AddCommand(add, tokens, revoke, list)
+	var force bool
+	remove := &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a member: drain and delete its Kubernetes node, revoke its certificate, forget it",
+		Long: "Remove a member: refused while VMs run on it unless --force. The node is cordoned and drained,\n" +
+			"its Kubernetes node deleted, its member certificate no longer trusted. Its daemon notices at its\n" +
+			"next heartbeat and stops; run osd reset on it to clean the host.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "cluster/members/" + url.PathEscape(args[0])
+			if force {
+				path += "?force=true"
+			}
+			if err := g.client().Query(cmd.Context(), "DELETE", path, nil, nil); err != nil {
+				return err
+			}
+			fmt.Printf("removed %s from the cluster\n", args[0])
+			return nil
+		},
+	}
+	remove.Flags().BoolVar(&force, "force", false, "remove even while VMs run on it (they are lost)")
+	cmd.AddCommand(add, tokens, revoke, list, remove)
 	return cmd
+}
+
+// memberRow is one line of osd cluster list (tab-separated).
+func memberRow(m cluster.Member, now time.Time) string {
+	hb := "never"
+	if m.LastHeartbeat != nil {
+		hb = now.Sub(*m.LastHeartbeat).Round(time.Second).String() + " ago"
+		if m.Local {
+			hb = "(this node)"
+		}
+	}
+	str := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", m.Name, str(m.Address), str(strings.Join(m.Roles, ",")), str(m.NodeState), str(m.Version), hb)
 }
 
 func newTrustCmd(g *globals) *cobra.Command {

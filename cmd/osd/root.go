@@ -52,6 +52,7 @@ func newRootCmd() *cobra.Command {
 		newImagesCmd(g),
 		newConfigCmd(g),
 		newClusterCmd(g),
+		newJoinCmd(g),
 		newTrustCmd(g),
 		newStatusCmd(g),
 		newVersionCmd(g),

@@ -48,7 +48,8 @@ type TrustEntry struct {
 //	POST   /1.0/cluster/join/complete        JoinRequest (+ member client cert) -> Member
 //	GET    /1.0/cluster/members              -> []Member
 //	GET    /1.0/cluster/members/{name}       -> Member
-//	POST   /1.0/cluster/members/{name}/heartbeat  (by that member's certificate only)
+//	DELETE /1.0/cluster/members/{name}[?force=true]  drain, delete the node, revoke, forget
+//	POST   /1.0/cluster/members/{name}/heartbeat  HeartbeatRequest (by that member's certificate only)
 //	GET    /1.0/cluster/tokens               -> []TokenInfo
 //	POST   /1.0/cluster/tokens               TokenRequest -> IssuedToken (201)
 //	DELETE /1.0/cluster/tokens/{name}        revoke
@@ -60,7 +61,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 		{Path: "cluster/join", Post: rest.Action{Handler: s.postJoin, AllowUntrusted: true}},
 		{Path: "cluster/join/complete", Post: rest.Action{Handler: s.postJoinComplete, AllowUntrusted: true}},
 		{Path: "cluster/members", Get: rest.Action{Handler: s.getMembers}},
-		{Path: "cluster/members/{name}", Get: rest.Action{Handler: s.getMember}},
+		{Path: "cluster/members/{name}", Get: rest.Action{Handler: s.getMember}, Delete: rest.Action{Handler: s.deleteMember}},
 		{Path: "cluster/members/{name}/heartbeat", Post: rest.Action{Handler: s.postHeartbeat}},
 		{Path: "cluster/tokens", Get: rest.Action{Handler: s.getTokens}, Post: rest.Action{Handler: s.postToken}},
 		{Path: "cluster/tokens/{name}", Delete: rest.Action{Handler: s.deleteToken}},
@@ -101,13 +102,12 @@ func peerCert(r *http.Request) *x509.Certificate {
 }
 
 func (s *Service) getMembers(r *http.Request) rest.Response {
-	recs, err := s.DB.ListMembers(r.Context())
+	out, err := s.ListMembers(r.Context())
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	out := make([]Member, 0, len(recs))
-	for _, m := range recs {
-		out = append(out, memberFromRecord(m))
+	if out == nil {
+		out = []Member{}
 	}
 	return rest.SyncResponse(out)
 }
@@ -121,7 +121,13 @@ func (s *Service) getMember(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	return rest.SyncResponse(memberFromRecord(m))
+	out := memberFromRecord(m)
+	out.Version = s.versions.get(name)
+	if s.NodeStates != nil {
+		states, err := s.NodeStates(r.Context())
+		out.NodeState = NodeStateOf(states, err, name)
+	}
+	return rest.SyncResponse(out)
 }
 
 func (s *Service) postHeartbeat(r *http.Request) rest.Response {
@@ -136,8 +142,17 @@ func (s *Service) postHeartbeat(r *http.Request) rest.Response {
 	if peer := peerCert(r); peer == nil || Fingerprint(peer) != m.Fingerprint {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrForbidden, "only member %s itself may send its heartbeat", name))
 	}
+	var hb HeartbeatRequest
+	if r.ContentLength != 0 {
+		if err := rest.DecodeJSON(r, &hb, 4096); err != nil {
+			return rest.ErrorResponse(err)
+		}
+	}
 	if err := s.DB.MemberHeartbeat(r.Context(), name, s.now()); err != nil {
 		return rest.ErrorResponse(err)
+	}
+	if hb.Version != "" {
+		s.versions.set(name, hb.Version)
 	}
 	return rest.EmptySyncResponse
 }

@@ -41,6 +41,13 @@ type Member struct {
 	Roles         []string   `json:"roles"`
 	JoinedAt      time.Time  `json:"joined_at"`
 	LastHeartbeat *time.Time `json:"last_heartbeat,omitempty"`
+	// NodeState is the member's Kubernetes node as the cluster sees it: Ready, NotReady,
+	// absent or unknown (set by listings).
+	NodeState string `json:"node_state,omitempty"`
+	// Version is the member's osd version from its last heartbeat ("" until one arrives).
+	Version string `json:"version,omitempty"`
+	// Local marks the daemon that answered (the node that ran osd init).
+	Local bool `json:"local,omitempty"`
 }
 
 func memberFromRecord(r store.MemberRecord) Member {
@@ -137,6 +144,14 @@ type Service struct {
 	Trust     *TrustSet        // reloaded after every trust change
 	Addresses func() []string  // this daemon's HTTPS addresses, for tokens
 	Now       func() time.Time // nil: time.Now
+	// NodeStates, when set, gives listings each member's Kubernetes node state.
+	NodeStates NodeStatesFunc
+	// Local, when set, describes this daemon as the first entry of listings (nil: none).
+	Local func() *Member
+	// RemoveNode, when set, takes a member's node out of Kubernetes before removal.
+	RemoveNode RemoveNodeFunc
+
+	versions versions
 }
 
 func (s *Service) now() time.Time {

@@ -32,10 +32,16 @@ func CompleteJoin(ctx context.Context, tok Token, addr string, creds JoinRespons
 	if err != nil {
 		return Member{}, fmt.Errorf("load member certificate: %w", err)
 	}
+	return CompleteJoinWith(ctx, tok, addr, pair, req)
+}
+
+// CompleteJoinWith is CompleteJoin with the member certificate already loaded (as
+// LoadMemberIdentity returns it).
+func CompleteJoinWith(ctx context.Context, tok Token, addr string, cert tls.Certificate, req JoinRequest) (Member, error) {
 	var m Member
 	one := tok
 	one.Addresses = []string{addr}
-	_, err = eachAddress(ctx, one, &pair, func(c *client.Client) error {
+	_, err := eachAddress(ctx, one, &cert, func(c *client.Client) error {
 		return c.Query(ctx, http.MethodPost, "cluster/join/complete", req, &m)
 	})
 	return m, err

@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/osdcloud/osd/daemon/client"
+	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/store"
+)
+
+// Kubernetes node states a member listing shows.
+const (
+	NodeReady    = "Ready"
+	NodeNotReady = "NotReady"
+	NodeAbsent   = "absent"  // no such node in the cluster's Kubernetes
+	NodeUnknown  = "unknown" // the cluster's Kubernetes could not be asked
+)
+
+// roleLabels are the node labels each role puts on its Kubernetes node, so the
+// DaemonSets of that role's services land there.
+var roleLabels = map[string][]string{
+	RoleCompute: {"openstack-compute-node=enabled", "openvswitch=enabled"},
+	RoleNetwork: {"openvswitch=enabled", "openstack-gateway=enabled"},
+	RoleControl: {"openstack-control-plane=enabled"},
+	RoleStorage: {},
+}
+
+// RoleLabels returns the key=value node labels of roles (pure), sorted, without
+// duplicates: compute -> openstack-compute-node and openvswitch, network -> openvswitch and
+// openstack-gateway, control -> openstack-control-plane, each "=enabled"; storage none.
+func RoleLabels(roles []string) []string {
+	var out []string
+	for _, r := range roles {
+		for _, l := range roleLabels[r] {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// HeartbeatRequest is the optional body of POST /1.0/cluster/members/{name}/heartbeat.
+type HeartbeatRequest struct {
+	Version string `json:"version,omitempty"` // the member's osd version
+}
+
+// NodeStatesFunc returns the Kubernetes state (NodeReady, NodeNotReady) of every node by
+// name, as the cluster's Kubernetes sees it.
+type NodeStatesFunc func(ctx context.Context) (map[string]string, error)
+
+// RemoveNodeFunc takes a member's node out of Kubernetes before its record goes: refuses
+// (rest.ErrConflict) while VMs run on it unless force, then cordons, drains and deletes it.
+type RemoveNodeFunc func(ctx context.Context, name string, force bool) error
+
+// versions remembers each member's osd version from its heartbeats (in memory: the next
+// heartbeat after a restart brings it back).
+type versions struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (v *versions) set(name, version string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[string]string{}
+	}
+	v.m[name] = version
+}
+
+func (v *versions) get(name string) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.m[name]
+}
+
+func (v *versions) forget(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, name)
+}
+
+// ListMembers returns this daemon (when Local says it is a member) and every joined member,
+// each with its Kubernetes node state and osd version.
+func (s *Service) ListMembers(ctx context.Context) ([]Member, error) {
+	recs, err := s.DB.ListMembers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Member
+	if s.Local != nil {
+		if self := s.Local(); self != nil {
+			out = append(out, *self)
+		}
+	}
+	for _, r := range recs {
+		m := memberFromRecord(r)
+		m.Version = s.versions.get(m.Name)
+		out = append(out, m)
+	}
+	var states map[string]string
+	var statesErr error = errors.New("no Kubernetes here")
+	if s.NodeStates != nil {
+		states, statesErr = s.NodeStates(ctx)
+	}
+	for i := range out {
+		out[i].NodeState = NodeStateOf(states, statesErr, out[i].Name)
+	}
+	return out, nil
+}
+
+// NodeStateOf is the node state shown for name (pure): unknown when the states could not
+// be read, absent when name has no node.
+func NodeStateOf(states map[string]string, err error, name string) string {
+	if err != nil {
+		return NodeUnknown
+	}
+	if st, ok := states[name]; ok {
+		return st
+	}
+	return NodeAbsent
+}
+
+func (s *Service) deleteMember(r *http.Request) rest.Response {
+	name := rest.Var(r, "name")
+	force := r.URL.Query().Get("force")
+	if force != "" && force != "true" && force != "1" && force != "false" && force != "0" {
+		return rest.ErrorResponse(errorf(ErrInvalid, "force=%q, want true or false", force))
+	}
+	if _, err := s.DB.GetMember(r.Context(), name); errors.Is(err, store.ErrNotFound) {
+		return rest.ErrorResponse(errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name))
+	} else if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if s.RemoveNode != nil {
+		if err := s.RemoveNode(r.Context(), name, force == "true" || force == "1"); err != nil {
+			return rest.ErrorResponse(err)
+		}
+	}
+	if err := s.RemoveMember(r.Context(), name); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	s.versions.forget(name)
+	return rest.EmptySyncResponse
+}
+
+// SendHeartbeat tells the member at addr that this member (name, holding id) is alive
+// and runs version. An answer of 403 or 404 means this node is no longer a member
+// (errors.Is(err, ErrRemoved)).
+func SendHeartbeat(ctx context.Context, id *MemberIdentity, addr, name, version string) error {
+	cfg, err := ClientTLSConfig(Fingerprint(id.CA), &id.Cert)
+	if err != nil {
+		return err
+	}
+	hc := NewHTTPClient(cfg)
+	defer hc.CloseIdleConnections()
+	c := client.New("https://"+addr, hc)
+	err = c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/heartbeat", HeartbeatRequest{Version: version}, nil)
+	var apiErr *client.Error
+	if errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusForbidden || apiErr.StatusCode == http.StatusNotFound) {
+		return &removedErr{msg: apiErr.Message}
+	}
+	return err
+}
+
+// ErrRemoved is matched (errors.Is) by a heartbeat the cluster refused because this node
+// is no longer a member.
+var ErrRemoved = errors.New("this node is no longer a member of the cluster")
+
+type removedErr struct{ msg string }
+
+func (e *removedErr) Error() string {
+	return ErrRemoved.Error() + ": " + strings.TrimSpace(e.msg)
+}
+func (e *removedErr) Unwrap() error { return ErrRemoved }

@@ -1,0 +1,260 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/rest"
+)
+
+// InstanceLabel marks the pods that are VMs for CountVMs's default (no pod carries it
+// today: until Nova reports instances per host, the default counts none).
+const InstanceLabel = "osd.cloud/instance"
+
+// VMCounter says how many VMs run on a Kubernetes node; osd cluster remove refuses a node
+// with VMs unless forced.
+type VMCounter func(ctx context.Context, node string) (int, error)
+
+// adminClient is a client of the cluster's Kubernetes with the admin credentials k3s wrote
+// (only on the node that runs the server).
+func (d *Daemon) adminClient() (kubernetes.Interface, error) {
+	rc, err := k3s.RESTConfig(d.cfg.paths())
+	if err != nil {
+		return nil, rest.Errorf(rest.ErrNotReady, "this node runs no Kubernetes server: %v", err)
+	}
+	rc.Timeout = 30 * time.Second
+	return kubernetes.NewForConfig(rc)
+}
+
+// nodeStates reports every Kubernetes node's readiness by name.
+func (d *Daemon) nodeStates(ctx context.Context) (map[string]string, error) {
+	cs, err := d.adminClient()
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(nodes.Items))
+	for i := range nodes.Items {
+		ready, _ := k3s.NodeReadiness(&nodes.Items[i])
+		out[nodes.Items[i].Name] = cluster.NodeNotReady
+		if ready {
+			out[nodes.Items[i].Name] = cluster.NodeReady
+		}
+	}
+	return out, nil
+}
+
+// localMember describes this daemon in member listings: the node that ran osd init (all
+// roles), or a joined member (its roles). nil when it is neither.
+func (d *Daemon) localMember() *cluster.Member {
+	ctx, cancel := context.WithTimeout(d.runCtx, 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	m := &cluster.Member{Name: d.cfg.NodeName, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: d.started}
+	if a := d.remoteAddresses(); len(a) > 0 {
+		m.Address = a[0]
+	}
+	if v, _, err := d.db.GetConfig(ctx, configInitialized); err == nil && v == "true" {
+		m.Roles = append([]string(nil), cluster.ValidRoles...)
+		return m
+	}
+	if rec, err := d.loadJoin(); err == nil && rec != nil && rec.State == joinMember {
+		m.Roles = rec.Roles
+		return m
+	}
+	return nil
+}
+
+// RoleLabelsPatch is the merge patch that sets labels on a node (pure).
+func RoleLabelsPatch(labels []string) ([]byte, error) {
+	m := map[string]string{}
+	for _, l := range labels {
+		k, v, ok := cutLabel(l)
+		if !ok {
+			return nil, fmt.Errorf("node label %q: want key=value", l)
+		}
+		m[k] = v
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"labels": m}})
+}
+
+func cutLabel(l string) (string, string, bool) {
+	for i := 0; i < len(l); i++ {
+		if l[i] == '=' {
+			return l[:i], l[i+1:], i > 0
+		}
+	}
+	return "", "", false
+}
+
+// EnsureOwnRoleLabels labels this daemon's own node with every role's labels (the node
+// that ran osd init carries every role). The lead's converge calls it from the
+// kubernetes-node step once the node is Ready; it reports whether it changed the node.
+func (d *Daemon) EnsureOwnRoleLabels(ctx context.Context) (bool, string, error) {
+	cs, err := d.adminClient()
+	if err != nil {
+		return false, "", err
+	}
+	labels := cluster.RoleLabels(cluster.ValidRoles)
+	n, err := cs.CoreV1().Nodes().Get(ctx, d.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("read node %s: %w", d.cfg.NodeName, err)
+	}
+	missing := false
+	for _, l := range labels {
+		k, v, _ := cutLabel(l)
+		if n.Labels[k] != v {
+			missing = true
+		}
+	}
+	if !missing {
+		return false, fmt.Sprintf("labels %v", labels), nil
+	}
+	patch, err := RoleLabelsPatch(labels)
+	if err != nil {
+		return false, "", err
+	}
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, d.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return false, "", fmt.Errorf("label node %s: %w", d.cfg.NodeName, err)
+	}
+	return true, fmt.Sprintf("labels %v", labels), nil
+}
+
+// countInstancePods is the default VMCounter: pods on node labelled InstanceLabel.
+func countInstancePods(cs kubernetes.Interface) VMCounter {
+	return func(ctx context.Context, node string) (int, error) {
+		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: InstanceLabel, FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return 0, fmt.Errorf("count VMs on %s: %w", node, err)
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
+				n++
+			}
+		}
+		return n, nil
+	}
+}
+
+// removeNode takes member name's node out of Kubernetes: it refuses while VMs run there
+// unless force; then cordons the node, evicts its pods (DaemonSet and mirror pods stay:
+// they go with the node), waits for them at most drainTimeout, deletes the Node and the
+// node password k3s keeps for it (so the name can join again).
+func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error {
+	cs, err := d.adminClient()
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		slog.Info("member has no Kubernetes node; removing its record", "member", name)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("read node %s: %w", name, err)
+	}
+	count := d.countVMs
+	if count == nil {
+		count = countInstancePods(cs)
+	}
+	vms, err := count(ctx, name)
+	if err != nil {
+		return err
+	}
+	if vms > 0 && !force {
+		return rest.Errorf(rest.ErrConflict, "%d VMs run on %s: migrate or delete them first, or remove it anyway with --force (their VMs are lost)", vms, name)
+	}
+	patch := []byte(`{"spec":{"unschedulable":true}}`)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("cordon %s: %w", name, err)
+	}
+	if err := drain(ctx, cs, name, drainTimeout); err != nil {
+		return err
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node %s: %w", name, err)
+	}
+	err = cs.CoreV1().Secrets("kube-system").Delete(ctx, name+".node-password.k3s", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node password of %s: %w", name, err)
+	}
+	slog.Info("removed node from Kubernetes", "node", name, "vms", vms, "force", force)
+	return nil
+}
+
+// drainTimeout bounds how long removal waits for evicted pods.
+var drainTimeout = 2 * time.Minute
+
+// drain evicts the pods on node that would not go with it and waits for them to end.
+func drain(ctx context.Context, cs kubernetes.Interface, node string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return fmt.Errorf("list pods on %s: %w", node, err)
+		}
+		left := DrainTargets(pods.Items)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			// The node is about to be deleted: its pods are garbage collected with it.
+			slog.Warn("pods still on the node after draining; deleting it anyway", "node", node, "pods", len(left))
+			return nil
+		}
+		for _, p := range left {
+			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+			err := cs.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+			if apierrors.IsTooManyRequests(err) {
+				continue // a disruption budget: retry
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("evict %s/%s: %w", p.Namespace, p.Name, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// DrainTargets are the pods a drain evicts (pure): not finished, not DaemonSet pods and
+// not mirror pods.
+func DrainTargets(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+			continue
+		}
+		ds := false
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "DaemonSet" {
+				ds = true
+			}
+		}
+		if !ds {
+			out = append(out, p)
+		}
+	}
+	return out
+}
