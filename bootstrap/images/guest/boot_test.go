@@ -1,0 +1,338 @@
+package guest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/osdcloud/osd/hypervisor"
+	"github.com/vishvananda/netns"
+	"libvirt.org/go/libvirtxml"
+)
+
+func need(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces, libvirt)")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s missing: %v", tool, err)
+		}
+	}
+}
+
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// buildTwice builds the image into a fresh cache dir (cold), then again
+// (must be a cache hit), and checks what was built.
+func buildTwice(t *testing.T) Image {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cache := t.TempDir()
+	start := time.Now()
+	img, err := Build(ctx, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatalf("Build(cold): %v", err)
+	}
+	cold := time.Since(start)
+	if img.Cached {
+		t.Errorf("Build(cold) = cached, want built")
+	}
+	start = time.Now()
+	again, err := Build(ctx, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatalf("Build(again): %v", err)
+	}
+	warm := time.Since(start)
+	t.Logf("guest image: kernel %s, modules %v, packages %v; cold build %s, cached %s",
+		img.KernelVersion, img.Modules, img.Packages, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
+	if !again.Cached || again.Key != img.Key || again.Kernel != img.Kernel || again.Initrd != img.Initrd {
+		t.Errorf("Build(again) = %+v, want the cached %+v", again, img)
+	}
+	for _, m := range []string{"virtio_net", "virtio_pci", "failover", "net_failover"} {
+		found := false
+		for _, have := range img.Modules {
+			found = found || have == m
+		}
+		if !found {
+			t.Errorf("Build().Modules = %v, want %s among them (a module in this kernel)", img.Modules, m)
+		}
+	}
+	if len(img.Modules) > 0 && img.Modules[len(img.Modules)-1] == "failover" {
+		t.Errorf("Build().Modules = %v: failover loaded last, want dependencies first", img.Modules)
+	}
+	return img
+}
+
+// testNet is a bridge in the host namespace (no address: layer 2 only) with
+// a veth whose peer sits in a namespace this test made, where udhcpd serves
+// 10.253.<n>.0/24.
+type testNet struct {
+	ns, bridge, prefix, server string
+}
+
+func makeTestNet(t *testing.T, dir string) testNet {
+	t.Helper()
+	sfx := randomHex(t, 3)
+	n, _ := strconv.ParseUint(sfx[:2], 16, 8)
+	tn := testNet{ns: "osdg-" + sfx, bridge: "osdgbr" + sfx, prefix: fmt.Sprintf("10.253.%d", n)}
+	tn.server = tn.prefix + ".1"
+	host, peer := "osdgh"+sfx, "osdgp"+sfx
+	run(t, "ip", "netns", "add", tn.ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", tn.ns).Run() })
+	run(t, "ip", "link", "add", tn.bridge, "type", "bridge")
+	t.Cleanup(func() { exec.Command("ip", "link", "del", tn.bridge).Run() })
+	run(t, "ip", "link", "add", host, "type", "veth", "peer", "name", peer)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run() })
+	run(t, "ip", "link", "set", host, "master", tn.bridge, "up")
+	run(t, "ip", "link", "set", tn.bridge, "up")
+	run(t, "ip", "link", "set", peer, "netns", tn.ns)
+	run(t, "ip", "-n", tn.ns, "addr", "add", tn.server+"/24", "dev", peer)
+	run(t, "ip", "-n", tn.ns, "link", "set", peer, "up")
+	run(t, "ip", "-n", tn.ns, "link", "set", "lo", "up")
+
+	conf := filepath.Join(dir, "udhcpd.conf")
+	leases := filepath.Join(dir, "udhcpd.leases")
+	os.WriteFile(leases, nil, 0o644)
+	cfg := fmt.Sprintf("start %[1]s.100\nend %[1]s.150\ninterface %[2]s\nlease_file %[3]s\npidfile %[4]s\nauto_time 1\noption subnet 255.255.255.0\noption router %[1]s.1\noption dns %[1]s.1\noption lease 600\n",
+		tn.prefix, peer, leases, filepath.Join(dir, "udhcpd.pid"))
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.Create(filepath.Join(dir, "udhcpd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", tn.ns, "busybox", "udhcpd", "-f", conf)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start udhcpd: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		log.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("udhcpd log:\n%s", b)
+		}
+	})
+	return tn
+}
+
+// TestBuildBootDHCP builds the guest image twice (cold, then cached), boots
+// it under QEMU TCG through libvirt on a bridge whose only other member is a
+// namespace running udhcpd, waits for the guest's lease marker on the serial
+// console, and checks from inside the namespace that the guest answers ping
+// and HTTP on port 80.
+func TestBuildBootDHCP(t *testing.T) {
+	need(t, "apt-get", "dpkg-deb", "depmod", "ip", "busybox", "libvirtd", "virtlogd", "qemu-system-x86_64")
+	img := buildTwice(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	started, err := hypervisor.EnsureLibvirtd(ctx, hypervisor.LibvirtConfig{})
+	if err != nil {
+		t.Fatalf("EnsureLibvirtd: %v", err)
+	}
+	if started {
+		t.Cleanup(func() { stopByPidFile(t, "/run/libvirtd.pid"); stopByPidFile(t, "/run/virtlogd.pid") })
+	}
+	l, err := hypervisor.Connect(ctx, hypervisor.DefaultLibvirtSocket)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { l.Disconnect() })
+
+	dir, err := os.MkdirTemp("", "osd-guest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755) // qemu runs as libvirt-qemu
+	tn := makeTestNet(t, dir)
+
+	// Copies: libvirt relabels and chowns what it boots.
+	kernel, initrd := filepath.Join(dir, "vmlinuz"), filepath.Join(dir, "initrd.img")
+	for src, dst := range map[string]string{img.Kernel: kernel, img.Initrd: initrd} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	console := filepath.Join(dir, "console.log")
+	name := "osdguest-" + randomHex(t, 4)
+	mac := "52:54:00:" + strings.Join([]string{randomHex(t, 1), randomHex(t, 1), randomHex(t, 1)}, ":")
+	port := uint(0)
+	dom := libvirtxml.Domain{
+		Type: "qemu", Name: name,
+		Memory: &libvirtxml.DomainMemory{Value: 256, Unit: "MiB"},
+		VCPU:   &libvirtxml.DomainVCPU{Value: 1},
+		OS: &libvirtxml.DomainOS{
+			Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
+			Kernel: kernel, Initrd: initrd,
+			// As Nova boots a kernel/ramdisk image: ttyS0 is not the last console.
+			Cmdline: "console=tty0 console=ttyS0 console=hvc0 panic=-1",
+		},
+		OnPoweroff: "destroy", OnCrash: "destroy",
+		Devices: &libvirtxml.DomainDeviceList{
+			Serials: []libvirtxml.DomainSerial{{
+				Source: &libvirtxml.DomainChardevSource{File: &libvirtxml.DomainChardevSourceFile{Path: console}},
+				Target: &libvirtxml.DomainSerialTarget{Port: &port},
+			}},
+			Interfaces: []libvirtxml.DomainInterface{{
+				MAC:    &libvirtxml.DomainInterfaceMAC{Address: mac},
+				Source: &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: tn.bridge}},
+				Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
+			}},
+			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "none"},
+		},
+	}
+	xml, err := dom.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.DomainDefineXML(xml)
+	if err != nil {
+		t.Fatalf("DomainDefineXML: %v", err)
+	}
+	t.Cleanup(func() {
+		if d, err := l.DomainLookupByName(name); err == nil {
+			l.DomainDestroy(d)
+			l.DomainUndefine(d)
+		}
+		os.Remove(filepath.Join("/var/log/libvirt/qemu", name+".log"))
+	})
+	start := time.Now()
+	if err := l.DomainCreate(d); err != nil {
+		t.Fatalf("DomainCreate: %v", err)
+	}
+	var c Console
+	for {
+		b, _ := os.ReadFile(console)
+		c = ParseConsole(string(b))
+		if c.Address != "" {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			tail := string(b)
+			if len(tail) > 3000 {
+				tail = tail[len(tail)-3000:]
+			}
+			t.Fatalf("no lease marker on the console after 2 min (parsed %+v); console tail:\n%s", c, tail)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("guest %s: boot to DHCP lease %s (console %+v)", name, time.Since(start).Round(time.Millisecond), c)
+	ip, ipnet, err := net.ParseCIDR(c.Address)
+	if err != nil || ipnet.String() != tn.prefix+".0/24" || c.Gateway != tn.server {
+		t.Fatalf("guest address %q gateway %q, want one in %s.0/24 via %s", c.Address, c.Gateway, tn.prefix, tn.server)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := exec.Command("ip", "netns", "exec", tn.ns, "ping", "-c1", "-W1", ip.String()).CombinedOutput()
+		if err == nil {
+			t.Logf("ping %s from %s answered %s after boot", ip, tn.ns, time.Since(start).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ping %s from namespace %s: %v: %s", ip, tn.ns, err, out)
+		}
+	}
+	for _, tc := range []struct{ port, req, want string }{
+		{"80", "GET / HTTP/1.0\r\n\r\n", "osd-guest " + img.KernelVersion},
+		{"22", "", "osd-guest osd-guest: TCP works"}, // the banner reads nothing
+	} {
+		port, want := tc.port, tc.want
+		var got string
+		for deadline = time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+			got, err = tcpInNamespace(tn.ns, net.JoinHostPort(ip.String(), port), tc.req)
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || !strings.Contains(got, want) {
+			t.Errorf("TCP %s:%s from %s = %q, %v, want it to contain %q", ip, port, tn.ns, got, err, want)
+		}
+	}
+}
+
+// tcpInNamespace connects to addr from inside network namespace ns, sends
+// req and returns what the peer answers until it closes.
+func tcpInNamespace(ns, addr, req string) (string, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return "", err
+	}
+	defer orig.Close()
+	target, err := netns.GetFromName(ns)
+	if err != nil {
+		return "", err
+	}
+	defer target.Close()
+	if err := netns.Set(target); err != nil {
+		return "", err
+	}
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if serr := netns.Set(orig); serr != nil {
+		panic("cannot return to the original network namespace: " + serr.Error())
+	}
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(req)); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c)
+	return string(b), err
+}
+
+func stopByPidFile(t *testing.T, pidfile string) {
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Errorf("pid file of a daemon this test started: %v", err)
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Errorf("bad pid file %s: %q", pidfile, b)
+		return
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+}

@@ -1,0 +1,45 @@
+package guest
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Console is what the guest's console log says about its network.
+type Console struct {
+	Started   bool   // /init ran (the kernel booted the initramfs)
+	Address   string // e.g. 10.20.0.5/24 from the last "eth0 ... up" line
+	Gateway   string // the default gateway it set ("none" when none was offered)
+	LeaseFail bool   // udhcpc reported no lease (and no address line followed)
+	NoNIC     bool   // there was no eth0
+}
+
+var upLine = regexp.MustCompile(`osd-guest: eth0 (\S+) up gateway (\S+)`)
+
+// ParseConsole reads a console log for the guest's marker lines.
+func ParseConsole(log string) Console {
+	var c Console
+	for _, line := range strings.Split(log, "\n") {
+		i := strings.Index(line, Marker)
+		if i < 0 {
+			continue
+		}
+		line = strings.TrimSpace(line[i:])
+		switch {
+		case strings.HasPrefix(line, Marker+" init started"):
+			c.Started = true
+		case strings.HasPrefix(line, Marker+" no eth0"):
+			c.Started, c.NoNIC = true, true
+		case strings.Contains(line, "no DHCP lease"):
+			c.Started = true
+			if c.Address == "" {
+				c.LeaseFail = true
+			}
+		default:
+			if m := upLine.FindStringSubmatch(line); m != nil {
+				c.Started, c.Address, c.Gateway, c.LeaseFail = true, m[1], m[2], false
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,48 @@
+package guest
+
+import "testing"
+
+func TestParseConsole(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		log  string
+		want Console
+	}{
+		{"empty", "", Console{}},
+		{"kernel only", "[    0.000000] Linux version 6.1.0\n", Console{}},
+		{"started", "[    1.2] Run /init\r\nosd-guest: init started, kernel 6.1.0-28-cloud-amd64, uptime 2.01\r\n", Console{Started: true}},
+		{"lease failed", "osd-guest: init started\nosd-guest: eth0 no DHCP lease yet (leasefail)\n", Console{Started: true, LeaseFail: true}},
+		{"up", "osd-guest: init started\nosd-guest: eth0 no DHCP lease yet (leasefail)\nosd-guest: eth0 10.20.0.5/24 up gateway 10.20.0.1 mtu 1442\n",
+			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1"}},
+		{"up then renew failure", "osd-guest: eth0 10.20.0.5/24 up gateway none mtu default\nosd-guest: eth0 no DHCP lease yet (nak)\n",
+			Console{Started: true, Address: "10.20.0.5/24", Gateway: "none"}},
+		{"no nic", "osd-guest: init started\nosd-guest: no eth0 (interfaces: lo )\n", Console{Started: true, NoNIC: true}},
+		{"prefixed by kernel timestamps", "[  5.1] osd-guest: eth0 192.168.1.9/24 up gateway 192.168.1.1 mtu default", Console{Started: true, Address: "192.168.1.9/24", Gateway: "192.168.1.1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ParseConsole(tc.log); got != tc.want {
+				t.Errorf("ParseConsole(%q) = %+v, want %+v", tc.log, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSelectPackages(t *testing.T) {
+	closure := map[string]string{"linux-image-cloud-amd64": "6.1.119-1", "linux-image-6.1.0-28-cloud-amd64": "6.1.119-1",
+		"busybox-static": "1:1.35.0-4+b3", "kmod": "30+20221128-1", "initramfs-tools": "0.142"}
+	got, err := selectPackages(closure)
+	want := map[string]string{"linux-image-6.1.0-28-cloud-amd64": "6.1.119-1", "busybox-static": "1:1.35.0-4+b3"}
+	if err != nil || len(got) != 2 || got["linux-image-6.1.0-28-cloud-amd64"] != "6.1.119-1" || got["busybox-static"] != "1:1.35.0-4+b3" {
+		t.Errorf("selectPackages(closure) = %v, %v, want %v", got, err, want)
+	}
+	delete(closure, "linux-image-6.1.0-28-cloud-amd64")
+	if _, err := selectPackages(closure); err == nil {
+		t.Error("selectPackages(no kernel) = nil error, want an error")
+	}
+	if k1, k2 := CacheKey(want), CacheKey(map[string]string{"linux-image-6.1.0-28-cloud-amd64": "6.1.119-2", "busybox-static": "1:1.35.0-4+b3"}); k1 == k2 {
+		t.Errorf("CacheKey(new kernel version) = %s, the same as before", k2)
+	}
+	if debFileName("busybox-static", "1:1.35.0-4+b3") != "busybox-static_1%3a1.35.0-4+b3_amd64.deb" {
+		t.Errorf("debFileName(epoch) = %s", debFileName("busybox-static", "1:1.35.0-4+b3"))
+	}
+}
