@@ -370,6 +370,9 @@ func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string,
 	}
 	kc := d.k3sConfig()
 	kc.NodeLabels = cluster.RoleLabels(rec.Roles)
+	if _, err := k3s.AgentArgs(kc, rec.K3sURL, rec.K3sToken); err != nil {
+		return false, "", fmt.Errorf("the cluster's join information: %w", err)
+	}
 	if err := k3s.Prepare(kc, d.cfg.Self); err != nil {
 		return false, "", err
 	}

@@ -1,0 +1,406 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/client"
+	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/store"
+)
+
+// testDaemon runs a real daemon (store, unix socket, HTTPS on loopback) in a temp dir;
+// nothing in these tests starts its Kubernetes.
+func testDaemon(t *testing.T, name string) (*Daemon, *client.Client) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the daemon needs root")
+	}
+	dir := t.TempDir()
+	d, err := New(Config{StateDir: filepath.Join(dir, "state"), RunDir: filepath.Join(dir, "run"), CacheDir: filepath.Join(dir, "cache"),
+		NodeName: name, NodeIP: "127.0.0.1", HTTPSAddress: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	select {
+	case <-d.Ready():
+	case err := <-done:
+		t.Fatalf("Run() = %v before ready", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon not ready after 30s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v, want nil at stop", err)
+		}
+	})
+	return d, client.NewUnix(d.cfg.Socket)
+}
+
+// joinerState is everything a join could have left on the joining node.
+func joinerState(t *testing.T, d *Daemon) []string {
+	t.Helper()
+	var left []string
+	if v, ok, err := d.db.GetConfig(context.Background(), configJoin); err != nil || ok {
+		left = append(left, "config "+configJoin+"="+v)
+	}
+	for _, p := range []string{d.identityDir(), d.joinFile()} {
+		if _, err := os.Stat(p); err == nil {
+			left = append(left, p)
+		}
+	}
+	return left
+}
+
+// serverState is what the cluster side stores about members: members, trusted
+// certificates and each token's state.
+func serverState(t *testing.T, d *Daemon) string {
+	t.Helper()
+	ctx := context.Background()
+	ms, err := d.db.ListMembers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := d.db.ListTrust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := cluster.ListTokens(ctx, d.db, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString("member " + m.Name + " " + m.Fingerprint + "\n")
+	}
+	for _, tr := range trust {
+		b.WriteString("trust " + tr.Name + " " + tr.Fingerprint + "\n")
+	}
+	for _, tk := range toks {
+		b.WriteString("token " + tk.Name + " " + tk.State + "\n")
+	}
+	return b.String()
+}
+
+// issue issues a fresh token for name (revoking the one it may hold).
+func issue(t *testing.T, c *client.Client, name string) cluster.Token {
+	t.Helper()
+	revoke(t, c, name)
+	var it cluster.IssuedToken
+	if err := c.Query(context.Background(), http.MethodPost, "cluster/tokens", cluster.TokenRequest{Name: name}, &it); err != nil {
+		t.Fatalf("issue token for %s: %v", name, err)
+	}
+	tok, err := cluster.DecodeToken(it.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func statusOf(err error) int {
+	var apiErr *client.Error
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode
+	}
+	if err == nil {
+		return http.StatusOK
+	}
+	return -1
+}
+
+// mitmServer is an HTTPS server with a CA of its own that counts the requests reaching it.
+func mitmServer(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := cluster.EnsureCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := cluster.EnsureServerCert(ca, dir, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Add(1) })}
+	go srv.Serve(tls.NewListener(l, cluster.ServerTLSConfig(cert)))
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String(), &seen
+}
+
+// TestJoinRemoteRefusesBadTokens runs two real daemons (the cluster's and a joiner called
+// node2) and has the joiner's API refuse every kind of bad token with a clear message,
+// with nothing stored on either side afterwards. No Kubernetes runs: the cluster's k3s
+// join information is faked for the one join that completes (to make a used token), and
+// is not a usable URL, so a join that wrongly went ahead would stop before starting k3s.
+func TestJoinRemoteRefusesBadTokens(t *testing.T) {
+	srv, srvAPI := testDaemon(t, "node1")
+	joiner, joinAPI := testDaemon(t, "node2")
+	srv.clusterSvc.K3s = func(context.Context) (string, string, error) { return "not-a-url", "fake-node-token", nil }
+	ctx := context.Background()
+	mitm, mitmSeen := mitmServer(t)
+	otherCA, err := cluster.EnsureCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := func(tok cluster.Token) cluster.Token {
+		b := make([]byte, 32)
+		rand.Read(b)
+		tok.Secret = base64.RawURLEncoding.EncodeToString(b)
+		return tok
+	}
+
+	cases := []struct {
+		name    string
+		token   func(t *testing.T) string
+		status  int
+		wantMsg string
+	}{
+		{"garbage", func(*testing.T) string { return "this is not a token!" }, http.StatusBadRequest, "not valid base64"},
+		{"truncated", func(t *testing.T) string { s := issue(t, srvAPI, "node2").Encode(); return s[:len(s)/2] }, http.StatusBadRequest, "truncated"},
+		{"expired (checked here)", func(t *testing.T) string {
+			revoke(t, srvAPI, "node2")
+			tok, err := cluster.Issue(ctx, srv.db, "node2", time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok.Encode()
+		}, http.StatusForbidden, "expired at"},
+		{"expired (checked by the cluster)", func(t *testing.T) string {
+			revoke(t, srvAPI, "node2")
+			tok, err := cluster.Issue(ctx, srv.db, "node2", time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok.Expires = time.Now().Add(time.Hour) // edited by hand: the cluster's record decides
+			return tok.Encode()
+		}, http.StatusForbidden, "the cluster refused the join: the join token for node2 expired"},
+		{"revoked", func(t *testing.T) string {
+			tok := issue(t, srvAPI, "node2")
+			revoke(t, srvAPI, "node2")
+			return tok.Encode()
+		}, http.StatusForbidden, "was revoked"},
+		{"forged secret", func(t *testing.T) string { return forged(issue(t, srvAPI, "node2")).Encode() }, http.StatusUnauthorized, "does not match"},
+		{"man in the middle (another CA at the token's address)", func(t *testing.T) string {
+			tok := issue(t, srvAPI, "node2")
+			tok.Addresses = []string{mitm}
+			return tok.Encode()
+		}, http.StatusForbidden, "does not match the pinned cluster fingerprint"},
+		{"wrong fingerprint", func(t *testing.T) string {
+			tok := issue(t, srvAPI, "node2")
+			tok.Fingerprint = otherCA.Fingerprint()
+			return tok.Encode()
+		}, http.StatusForbidden, "does not match the pinned cluster fingerprint"},
+		{"token for another node", func(t *testing.T) string { return issue(t, srvAPI, "node3").Encode() }, http.StatusBadRequest, "this join token is for node3, but this node is called node2"},
+		{"another node's token renamed", func(t *testing.T) string {
+			tok := issue(t, srvAPI, "node3")
+			tok.Name = "node2"
+			return tok.Encode()
+		}, http.StatusForbidden, "this join token was issued for node3, not node2"},
+		{"reused", func(t *testing.T) string {
+			// A first join with this token completed (the test plays that joiner).
+			tok := issue(t, srvAPI, "node2")
+			req := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Roles: []string{"control"}, Address: "127.0.0.9:8443"}
+			creds, addr, err := cluster.RequestJoin(ctx, tok, req)
+			if err != nil {
+				t.Fatalf("first join: %v", err)
+			}
+			if _, err := cluster.CompleteJoin(ctx, tok, addr, creds, req); err != nil {
+				t.Fatalf("first join completion: %v", err)
+			}
+			return tok.Encode()
+		}, http.StatusForbidden, "already used"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			token := c.token(t)
+			before := serverState(t, srv)
+			seenBefore := mitmSeen.Load()
+			err := joinAPI.Query(ctx, http.MethodPost, "cluster/join-remote", JoinRemoteRequest{Token: token, Roles: []string{"control"}}, nil)
+			if got := statusOf(err); got != c.status {
+				t.Fatalf("POST cluster/join-remote = %v (status %d), want %d", err, got, c.status)
+			}
+			if !strings.Contains(err.Error(), c.wantMsg) {
+				t.Errorf("POST cluster/join-remote = %q, want it to say %q", err, c.wantMsg)
+			}
+			if left := joinerState(t, joiner); len(left) != 0 {
+				t.Errorf("joiner kept %v after a refused join, want nothing", left)
+			}
+			if after := serverState(t, srv); after != before {
+				t.Errorf("cluster state changed by a refused join:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+			if n := mitmSeen.Load() - seenBefore; n != 0 {
+				t.Errorf("the man in the middle saw %d requests, want 0", n)
+			}
+			var st JoinStatus
+			if err := joinAPI.Query(ctx, http.MethodGet, "cluster/join-remote", nil, &st); err != nil || st.State != "none" {
+				t.Errorf("GET cluster/join-remote = %+v, %v, want state none", st, err)
+			}
+		})
+	}
+}
+
+func revoke(t *testing.T, c *client.Client, name string) {
+	t.Helper()
+	if err := c.Query(context.Background(), http.MethodDelete, "cluster/tokens/"+name, nil, nil); err != nil && statusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("revoke %s: %v", name, err)
+	}
+}
+
+func TestJoinRemoteRefusesBadRequests(t *testing.T) {
+	_, api := testDaemon(t, "node2")
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		body    any
+		status  int
+		wantMsg string
+	}{
+		{"unknown field", map[string]any{"token": "x", "admin": true}, http.StatusBadRequest, "unknown field"},
+		{"empty token", JoinRemoteRequest{}, http.StatusBadRequest, "join token is empty"},
+		{"unknown role", JoinRemoteRequest{Token: validLookingToken("node2"), Roles: []string{"gpu"}}, http.StatusBadRequest, "unknown role \"gpu\""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := api.Query(ctx, http.MethodPost, "cluster/join-remote", c.body, nil)
+			if statusOf(err) != c.status || !strings.Contains(err.Error(), c.wantMsg) {
+				t.Errorf("POST cluster/join-remote(%v) = %v, want %d %q", c.body, err, c.status, c.wantMsg)
+			}
+		})
+	}
+}
+
+func validLookingToken(name string) string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return cluster.Token{Name: name, Secret: base64.RawURLEncoding.EncodeToString(b), Fingerprint: strings.Repeat("ab", 32),
+		Addresses: []string{"127.0.0.1:1"}, Expires: time.Now().Add(time.Hour)}.Encode()
+}
+
+func TestValidateJoinToken(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tok := func(name string, exp time.Time) string {
+		return cluster.Token{Name: name, Secret: base64.RawURLEncoding.EncodeToString(make([]byte, 32)), Fingerprint: strings.Repeat("0f", 32),
+			Addresses: []string{"10.0.0.1:8443"}, Expires: exp}.Encode()
+	}
+	for _, c := range []struct {
+		name, token, node, wantErr string
+	}{
+		{"good", tok("node2", now.Add(time.Minute)), "node2", ""},
+		{"expired", tok("node2", now), "node2", "expired at 2026-01-01T12:00:00Z"},
+		{"other node", tok("node3", now.Add(time.Minute)), "node2", "is for node3, but this node is called node2"},
+		{"garbage", "%%%", "node2", "not valid base64"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ValidateJoinToken(c.token, c.node, now)
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Errorf("ValidateJoinToken(%s) = %v, want %q", c.name, err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestJoinSteps(t *testing.T) {
+	for _, c := range []struct {
+		roles []string
+		want  []string
+	}{
+		{[]string{"control"}, nil},
+		{[]string{"compute"}, []string{"kvm-permissions", "libvirt", "openvswitch"}},
+		{[]string{"network"}, []string{"external-network", "openvswitch"}},
+		{[]string{"storage"}, []string{"volume-group"}},
+		{[]string{"compute", "network"}, []string{"external-network", "kvm-permissions", "libvirt", "openvswitch"}},
+	} {
+		var got []string
+		for k := range JoinSteps(c.roles) {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("JoinSteps(%v) = %v, want %v", c.roles, got, c.want)
+		}
+	}
+}
+
+// TestJoinPlanSkipsHostServices checks the plan a control node runs: no Open vSwitch, no
+// libvirt, nothing on the host but its Kubernetes agent.
+func TestJoinPlanSkipsHostServices(t *testing.T) {
+	d := &Daemon{cfg: Config{StateDir: t.TempDir()}}
+	for _, c := range []struct {
+		roles []string
+		want  []string
+	}{
+		{[]string{"control"}, []string{"kubernetes-agent", "kubernetes-node", "cluster-member"}},
+		{[]string{"compute", "network"}, []string{"kvm-permissions", "openvswitch", "external-network", "libvirt", "kubernetes-agent", "kubernetes-node", "cluster-member"}},
+	} {
+		var got []string
+		for _, s := range d.joinPlan(preflight.Decisions{}, joinRecord{Roles: c.roles}) {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("joinPlan(%v) = %v, want %v", c.roles, got, c.want)
+		}
+	}
+}
+
+// TestHeartbeatAfterRemoval: a member's heartbeat works until the cluster removes it, then
+// answers ErrRemoved (what makes a removed node's daemon stop its agent).
+func TestHeartbeatAfterRemoval(t *testing.T) {
+	srv, srvAPI := testDaemon(t, "node1")
+	srv.clusterSvc.K3s = func(context.Context) (string, string, error) { return "not-a-url", "fake-node-token", nil }
+	ctx := context.Background()
+	tok := issue(t, srvAPI, "node7")
+	req := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Roles: []string{"control"}, Address: "127.0.0.9:8443"}
+	creds, addr, err := cluster.RequestJoin(ctx, tok, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.CompleteJoin(ctx, tok, addr, creds, req); err != nil {
+		t.Fatal(err)
+	}
+	id, err := cluster.SaveMemberIdentity(t.TempDir(), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test"); err != nil {
+		t.Fatalf("SendHeartbeat() = %v, want nil", err)
+	}
+	var ms []cluster.Member
+	if err := srvAPI.Query(ctx, http.MethodGet, "cluster/members", nil, &ms); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ms, func(m cluster.Member) bool { return m.Name == "node7" })
+	if i < 0 || ms[i].Version != "v-test" || ms[i].LastHeartbeat == nil || ms[i].NodeState != cluster.NodeUnknown {
+		t.Errorf("GET cluster/members = %+v, want node7 with version v-test, a heartbeat and node state unknown (no Kubernetes here)", ms)
+	}
+	// Removal needs the node out of Kubernetes first; this daemon runs none, so the
+	// record goes through the service directly.
+	if err := srv.clusterSvc.RemoveMember(ctx, "node7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test"); !errors.Is(err, cluster.ErrRemoved) {
+		t.Errorf("SendHeartbeat() after removal = %v, want ErrRemoved", err)
+	}
+	if _, err := srv.db.GetMember(ctx, "node7"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetMember(node7) after removal = %v, want not found", err)
+	}
+}

@@ -1,0 +1,49 @@
+package daemon
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestDrainTargets(t *testing.T) {
+	pod := func(name string, phase corev1.PodPhase, owner string, mirror bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Phase: phase}}
+		if owner != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: owner, Name: "x"}}
+		}
+		if mirror {
+			p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+		}
+		return p
+	}
+	pods := []corev1.Pod{
+		pod("api", corev1.PodRunning, "ReplicaSet", false),
+		pod("agent", corev1.PodRunning, "DaemonSet", false),
+		pod("static", corev1.PodRunning, "", true),
+		pod("job-done", corev1.PodSucceeded, "Job", false),
+		pod("failed", corev1.PodFailed, "", false),
+		pod("bare", corev1.PodPending, "", false),
+	}
+	var got []string
+	for _, p := range DrainTargets(pods) {
+		got = append(got, p.Name)
+	}
+	if want := []string{"api", "bare"}; !slices.Equal(got, want) {
+		t.Errorf("DrainTargets() = %v, want %v", got, want)
+	}
+}
+
+func TestRoleLabelsPatch(t *testing.T) {
+	got, err := RoleLabelsPatch([]string{"openvswitch=enabled", "openstack-gateway=enabled"})
+	if want := `{"metadata":{"labels":{"openstack-gateway":"enabled","openvswitch":"enabled"}}}`; err != nil || string(got) != want {
+		t.Errorf("RoleLabelsPatch() = %s, %v, want %s", got, err, want)
+	}
+	for _, bad := range []string{"novalue", "=x"} {
+		if _, err := RoleLabelsPatch([]string{bad}); err == nil {
+			t.Errorf("RoleLabelsPatch(%q) = nil error, want key=value refused", bad)
+		}
+	}
+}
