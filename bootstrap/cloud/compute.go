@@ -1,0 +1,149 @@
+package cloud
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Flavor is a Nova flavor.
+type Flavor struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	VCPUs    int    `json:"vcpus"`
+	RAM      int    `json:"ram"`  // MiB
+	Disk     int    `json:"disk"` // GB
+	IsPublic bool   `json:"os-flavor-access:is_public"`
+}
+
+// ListFlavors lists public and private flavors.
+func (c *Client) ListFlavors(ctx context.Context) ([]Flavor, error) {
+	var out struct {
+		Flavors []Flavor `json:"flavors"`
+	}
+	err := c.do(ctx, "GET", compute, "flavors/detail", url.Values{"is_public": {"None"}}, nil, &out)
+	return out.Flavors, err
+}
+
+// CreateFlavor creates a public flavor.
+func (c *Client) CreateFlavor(ctx context.Context, name string, vcpus, ramMiB, diskGB int) (Flavor, error) {
+	var out struct {
+		Flavor Flavor `json:"flavor"`
+	}
+	body := map[string]any{"flavor": map[string]any{"name": name, "vcpus": vcpus, "ram": ramMiB, "disk": diskGB, "os-flavor-access:is_public": true}}
+	err := c.do(ctx, "POST", compute, "flavors", nil, body, &out)
+	return out.Flavor, err
+}
+
+// Server is a Nova server as GET /servers/{id} answers it.
+type Server struct {
+	ID        string                     `json:"id"`
+	Name      string                     `json:"name"`
+	Status    string                     `json:"status"` // BUILD, ACTIVE, ERROR, ...
+	TaskState string                     `json:"OS-EXT-STS:task_state"`
+	Host      string                     `json:"OS-EXT-SRV-ATTR:host"`
+	Addresses map[string][]ServerAddress `json:"addresses"`
+	Fault     *ServerFault               `json:"fault"`
+	Created   time.Time                  `json:"created"`
+}
+
+// ServerAddress is one address of a server on a network.
+type ServerAddress struct {
+	Addr    string `json:"addr"`
+	Type    string `json:"OS-EXT-IPS:type"` // fixed or floating
+	MAC     string `json:"OS-EXT-IPS-MAC:mac_addr"`
+	Version int    `json:"version"`
+}
+
+// ServerFault is why a server went to ERROR.
+type ServerFault struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Details string `json:"details"`
+}
+
+// ServerRequest is what CreateServer needs.
+type ServerRequest struct {
+	Name      string
+	ImageID   string
+	FlavorID  string
+	NetworkID string
+}
+
+// CreateServer asks Nova for a server; it answers with its ID at once.
+func (c *Client) CreateServer(ctx context.Context, r ServerRequest) (Server, error) {
+	var out struct {
+		Server Server `json:"server"`
+	}
+	body := map[string]any{"server": map[string]any{
+		"name": r.Name, "imageRef": r.ImageID, "flavorRef": r.FlavorID,
+		"networks": []map[string]string{{"uuid": r.NetworkID}},
+	}}
+	if err := c.do(ctx, "POST", compute, "servers", nil, body, &out); err != nil {
+		return Server{}, err
+	}
+	out.Server.Name = r.Name
+	return out.Server, nil
+}
+
+// GetServer returns a server, with its fault when it is in ERROR.
+func (c *Client) GetServer(ctx context.Context, id string) (Server, error) {
+	var out struct {
+		Server Server `json:"server"`
+	}
+	err := c.do(ctx, "GET", compute, "servers/"+url.PathEscape(id), nil, nil, &out)
+	return out.Server, err
+}
+
+// ListServers lists the project's servers (all projects' when all is true), with details.
+func (c *Client) ListServers(ctx context.Context, all bool) ([]Server, error) {
+	var out struct {
+		Servers []Server `json:"servers"`
+	}
+	q := url.Values{}
+	if all {
+		q.Set("all_tenants", "1")
+	}
+	err := c.do(ctx, "GET", compute, "servers/detail", q, nil, &out)
+	return out.Servers, err
+}
+
+// DeleteServer deletes a server (a missing one is not an error).
+func (c *Client) DeleteServer(ctx context.Context, id string) error {
+	err := c.do(ctx, "DELETE", compute, "servers/"+url.PathEscape(id), nil, nil, nil)
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// ConsoleOutput returns the last lines of a server's console log (all when lines is 0).
+func (c *Client) ConsoleOutput(ctx context.Context, id string, lines int) (string, error) {
+	var out struct {
+		Output string `json:"output"`
+	}
+	arg := map[string]any{}
+	if lines > 0 {
+		arg["length"] = lines
+	}
+	err := c.do(ctx, "POST", compute, "servers/"+url.PathEscape(id)+"/action", nil, map[string]any{"os-getConsoleOutput": arg}, &out)
+	return out.Output, err
+}
+
+// ConsoleURL returns the noVNC URL of a server's console.
+func (c *Client) ConsoleURL(ctx context.Context, id string) (string, error) {
+	var out struct {
+		RemoteConsole struct {
+			URL string `json:"url"`
+		} `json:"remote_console"`
+	}
+	body := map[string]any{"remote_console": map[string]string{"protocol": "vnc", "type": "novnc"}}
+	if err := c.do(ctx, "POST", compute, "servers/"+url.PathEscape(id)+"/remote-consoles", nil, body, &out); err != nil {
+		return "", err
+	}
+	if out.RemoteConsole.URL == "" {
+		return "", fmt.Errorf("nova answered no console URL")
+	}
+	return out.RemoteConsole.URL, nil
+}
