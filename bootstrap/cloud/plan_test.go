@@ -113,7 +113,9 @@ func TestPlan(t *testing.T) {
 			"add-security-group-rule default: ingress icmp; add-security-group-rule default: ingress tcp 22"},
 		{"tcp rule from one network only", func(o *Observed, _ *Desired) { o.SecurityGroup.Rules[3].RemoteIPPrefix = "10.0.0.0/8" },
 			"add-security-group-rule default: ingress tcp 22"},
-		{"port range covers 22", func(o *Observed, _ *Desired) { o.SecurityGroup.Rules[3].PortMin, o.SecurityGroup.Rules[3].PortMax = intp(1), intp(1024) }, ""},
+		{"port range covers 22", func(o *Observed, _ *Desired) {
+			o.SecurityGroup.Rules[3].PortMin, o.SecurityGroup.Rules[3].PortMax = intp(1), intp(1024)
+		}, ""},
 		{"any protocol allowed", func(o *Observed, _ *Desired) {
 			o.SecurityGroup.Rules = []SecurityGroupRule{{Direction: "ingress", EtherType: "IPv4"}}
 		}, ""},
