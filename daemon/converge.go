@@ -231,6 +231,7 @@ func (d *Daemon) plan(dec preflight.Decisions, withOpenStack bool) []bootstrap.S
 		steps = append(steps,
 			bootstrap.Step{Name: "images", Run: d.ensureImages},
 			bootstrap.Step{Name: "openstack", Run: d.ensureOpenStack},
+			bootstrap.Step{Name: "day-one", Run: d.ensureDayOne},
 		)
 	}
 	return steps

@@ -21,6 +21,7 @@ func (d *Daemon) endpoints() []rest.Endpoint {
 		rest.Endpoint{Path: "images/build", Post: rest.Action{Handler: d.postImagesBuild}},
 		rest.Endpoint{Path: "images/export", Post: rest.Action{Handler: d.postImagesExport}},
 		rest.Endpoint{Path: "images/import", Post: rest.Action{Handler: d.postImagesImport}},
+		rest.Endpoint{Path: "instances", Get: rest.Action{Handler: d.getInstances}, Post: rest.Action{Handler: d.postInstances}},
 	)
 }
 

@@ -242,7 +242,9 @@ func Plan(obs Observed, want Desired) []Op {
 	if want.External != nil {
 		planNet(*want.External)
 	}
-	planNet(want.Tenant)
+	if want.Tenant.Name != "" {
+		planNet(want.Tenant)
+	}
 
 	if want.Router != "" {
 		r, n := findRouter(obs.Routers, want.Router)

@@ -149,3 +149,43 @@ func TestChanges(t *testing.T) {
 		t.Errorf("Changes(warn, create, warn) = %d, want 1", got)
 	}
 }
+
+func TestForCatalog(t *testing.T) {
+	cat := func(types ...string) []CatalogEntry {
+		var c []CatalogEntry
+		for _, ty := range types {
+			c = append(c, CatalogEntry{Type: ty})
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		catalog []CatalogEntry
+		skipped string
+		plan    string
+	}{
+		{"all services", cat("identity", "compute", "network", "image"), "", ""},
+		{"keystone and glance only", cat("identity", "image"), "flavors (no compute service); networks, router, security group rules (no network service)", ""},
+		{"no glance", cat("identity", "compute", "network"), "images (no image service)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := desired(t)
+			got, skipped := ForCatalog(want, tc.catalog)
+			if strings.Join(skipped, "; ") != tc.skipped {
+				t.Errorf("ForCatalog(%s) skipped %q, want %q", tc.name, skipped, tc.skipped)
+			}
+			// On an empty cloud the trimmed plan touches only the services present.
+			for _, op := range Plan(Observed{SecurityGroup: &SecurityGroup{ID: "sg"}}, got) {
+				svc := map[OpKind]string{OpCreateFlavor: "compute", OpCreateNetwork: "network", OpCreateSubnet: "network", OpCreateRouter: "network",
+					OpAddRouterInterface: "network", OpAddRule: "network", OpUploadImage: "image"}[op.Kind]
+				found := false
+				for _, e := range tc.catalog {
+					found = found || e.Type == svc
+				}
+				if !found {
+					t.Errorf("Plan(ForCatalog(%s)) has %s, which needs the missing %s service", tc.name, op, svc)
+				}
+			}
+		})
+	}
+}

@@ -57,6 +57,7 @@ func newRootCmd() *cobra.Command {
 		newStatusCmd(g),
 		newVersionCmd(g),
 		newResetCmd(g),
+		newLaunchCmd(g),
 	)
 	for _, tool := range []string{"kubectl", "ctr", "crictl"} {
 		root.AddCommand(newToolCmd(g, tool))

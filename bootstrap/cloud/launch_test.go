@@ -1,0 +1,77 @@
+package cloud
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/images/guest"
+)
+
+func TestDiagnose(t *testing.T) {
+	healthy := Facts{ServerStatus: "ACTIVE", PortStatus: "ACTIVE", VIFType: "ovs", PortHost: "vm", ConsoleRead: true,
+		Console: guest.Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1"}, RouterFound: true, RouterName: "osd-router", RouterGateway: true}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Facts)
+		want   []string // substrings of the findings, in order
+	}{
+		{"nothing wrong", func(*Facts) {}, []string{"nothing observable is wrong (the guest has 10.20.0.5/24)"}},
+		{"server error", func(f *Facts) { f.ServerStatus, f.Fault = "ERROR", "No valid host was found. " }, []string{"server is ERROR: No valid host was found."}},
+		{"binding failed", func(f *Facts) { f.VIFType, f.PortStatus = "binding_failed", "DOWN" }, []string{"port binding failed (binding:vif_type=binding_failed on host vm)"}},
+		{"port down", func(f *Facts) { f.PortStatus = "DOWN" }, []string{"port is DOWN"}},
+		{"no lease", func(f *Facts) { f.Console = guest.Console{Started: true, LeaseFail: true} }, []string{"no DHCP lease in the console log"}},
+		{"never booted", func(f *Facts) { f.Console = guest.Console{} }, []string{"never printed its marker"}},
+		{"no nic", func(f *Facts) { f.Console = guest.Console{Started: true, NoNIC: true} }, []string{"the guest has no eth0"}},
+		{"console unreadable", func(f *Facts) { f.ConsoleRead = false }, []string{"console log could not be read"}},
+		{"router without gateway", func(f *Facts) { f.RouterGateway = false }, []string{"router osd-router has no gateway on the external network"}},
+		{"no router", func(f *Facts) { f.RouterFound = false }, []string{"no router has an interface on the server's subnet"}},
+		{"no host route", func(f *Facts) { f.HostRouteError = "the host routes it via eth0 through its default gateway, not br-ex" },
+			[]string{"no route from the host to the floating IP: the host routes it via eth0"}},
+		{"several", func(f *Facts) { f.VIFType = "binding_failed"; f.Console = guest.Console{Started: true, LeaseFail: true}; f.RouterGateway = false },
+			[]string{"port binding failed", "no DHCP lease", "router osd-router has no gateway"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := healthy
+			tc.mutate(&f)
+			got := Diagnose(f)
+			if len(got) != len(tc.want) {
+				t.Fatalf("Diagnose(%s) = %q, want %d findings like %q", tc.name, got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("Diagnose(%s)[%d] = %q, want it to contain %q", tc.name, i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestRouteProblem(t *testing.T) {
+	for _, tc := range []struct{ out, err string }{
+		{"172.24.4.150 dev br-ex src 172.24.4.1 uid 0 \n    cache \n", ""},
+		{"172.24.4.150 via 192.0.2.1 dev eth0 src 192.0.2.2 uid 0 \n    cache \n", "the host routes it via eth0 through its default gateway, not br-ex"},
+		{"192.168.1.40 dev eth1 src 192.168.1.2 uid 0\n", ""},
+		{"unreachable 172.24.4.150 uid 0\n", "unreachable 172.24.4.150"},
+	} {
+		t.Run(tc.out, func(t *testing.T) {
+			err := RouteProblem(tc.out)
+			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("RouteProblem(%q) = %v, want %q", tc.out, err, tc.err)
+			}
+		})
+	}
+}
+
+func TestLaunchRequestWithDefaults(t *testing.T) {
+	got := LaunchRequest{}.WithDefaults()
+	if !strings.HasPrefix(got.Name, "osd-test-") || len(got.Name) != len("osd-test-")+6 || got.Flavor != "m1.tiny" || got.Image != "osd-test" || got.Network != "osd-net" {
+		t.Errorf("LaunchRequest{}.WithDefaults() = %+v, want osd-test-<6 hex>, m1.tiny, osd-test, osd-net", got)
+	}
+	if other := (LaunchRequest{}).WithDefaults(); other.Name == got.Name {
+		t.Errorf("WithDefaults() twice gave the same name %s", got.Name)
+	}
+	kept := LaunchRequest{Name: "web", Flavor: "m1.small", Image: "cirros", Network: "n", NoWait: true}
+	if kept.WithDefaults() != kept {
+		t.Errorf("WithDefaults(%+v) = %+v, want it unchanged", kept, kept.WithDefaults())
+	}
+}
