@@ -25,9 +25,15 @@ func TestDiagnose(t *testing.T) {
 		{"console unreadable", func(f *Facts) { f.ConsoleRead = false }, []string{"console log could not be read"}},
 		{"router without gateway", func(f *Facts) { f.RouterGateway = false }, []string{"router osd-router has no gateway on the external network"}},
 		{"no router", func(f *Facts) { f.RouterFound = false }, []string{"no router has an interface on the server's subnet"}},
-		{"no host route", func(f *Facts) { f.HostRouteError = "the host routes it via eth0 through its default gateway, not br-ex" },
+		{"no host route", func(f *Facts) {
+			f.HostRouteError = "the host routes it via eth0 through its default gateway, not br-ex"
+		},
 			[]string{"no route from the host to the floating IP: the host routes it via eth0"}},
-		{"several", func(f *Facts) { f.VIFType = "binding_failed"; f.Console = guest.Console{Started: true, LeaseFail: true}; f.RouterGateway = false },
+		{"several", func(f *Facts) {
+			f.VIFType = "binding_failed"
+			f.Console = guest.Console{Started: true, LeaseFail: true}
+			f.RouterGateway = false
+		},
 			[]string{"port binding failed", "no DHCP lease", "router osd-router has no gateway"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
