@@ -3,6 +3,7 @@ package guest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -95,13 +96,34 @@ func (a aptDir) resolve(ctx context.Context, pkgs []string) (map[string]string, 
 			return nil, err
 		}
 	}
+	// The answer depends only on the lists and the request: remember it
+	// until the lists are refreshed.
+	st, err := os.Stat(stamp)
+	if err != nil {
+		return nil, err
+	}
+	memoPath := filepath.Join(a.dir, "resolved.json")
+	var memo struct {
+		Lists    int64
+		Request  string
+		Versions map[string]string
+	}
+	req := strings.Join(pkgs, " ")
+	if b, err := os.ReadFile(memoPath); err == nil && json.Unmarshal(b, &memo) == nil &&
+		memo.Lists == st.ModTime().UnixNano() && memo.Request == req && len(memo.Versions) > 0 {
+		return memo.Versions, nil
+	}
 	out, err := a.run(ctx, conf, a.dir, "apt-get", append([]string{"install", "-s", "-y"}, pkgs...)...)
 	if err != nil {
 		return nil, err
 	}
 	vers := images.ParseAptSimulation(string(out))
 	if len(vers) == 0 {
-		return nil, fmt.Errorf("apt-get install -s %s installed nothing", strings.Join(pkgs, " "))
+		return nil, fmt.Errorf("apt-get install -s %s installed nothing", req)
+	}
+	memo.Lists, memo.Request, memo.Versions = st.ModTime().UnixNano(), req, vers
+	if b, err := json.Marshal(memo); err == nil {
+		_ = os.WriteFile(memoPath, b, 0o644) // a lost memo only costs time
 	}
 	return vers, nil
 }

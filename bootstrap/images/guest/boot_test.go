@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/hypervisor"
 	"github.com/vishvananda/netns"
 	"libvirt.org/go/libvirtxml"
@@ -335,4 +336,26 @@ func stopByPidFile(t *testing.T, pidfile string) {
 		return
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
+}
+
+// TestBuildOfflineUsesCache builds once, then builds with a mirror that
+// cannot be reached and stale lists: the cached image must be used.
+func TestBuildOfflineUsesCache(t *testing.T) {
+	need(t, "apt-get", "dpkg-deb", "depmod")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cache := t.TempDir()
+	img, err := Build(ctx, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	// 127.0.0.1:9 (discard) refuses connections: apt-get update fails at once.
+	offline := []images.AptSource{{URI: "http://127.0.0.1:9/debian", Suite: "bookworm", Components: []string{"main"}}}
+	got, err := Build(ctx, Options{CacheDir: cache, Sources: offline})
+	if err != nil || !got.Cached || got.Key != img.Key {
+		t.Errorf("Build(offline) = %+v, %v, want the cached image %s", got, err, img.Key)
+	}
+	if _, err := Build(ctx, Options{CacheDir: t.TempDir(), Sources: offline}); err == nil {
+		t.Error("Build(offline, empty cache) = nil error, want an error")
+	}
 }

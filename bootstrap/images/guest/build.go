@@ -73,6 +73,12 @@ func Build(ctx context.Context, o Options) (Image, error) {
 	apt := aptDir{dir: filepath.Join(root, "apt"), sources: o.Sources, maxAge: o.ListsMaxAge}
 	closure, err := apt.resolve(ctx, Packages)
 	if err != nil {
+		// Offline (mirror unreachable): the newest image built before still boots.
+		if img, ok := newestCached(root); ok {
+			o.Log.Warn("guest image: cannot resolve packages, using the newest cached image", "err", err, "kernel", img.KernelVersion)
+			img.Cached = true
+			return img, nil
+		}
 		return Image{}, fmt.Errorf("guest image: resolve packages: %w", err)
 	}
 	want, err := selectPackages(closure)
@@ -96,6 +102,24 @@ func Build(ctx context.Context, o Options) (Image, error) {
 	}
 	pruneDebs(filepath.Join(root, "debs"), debs)
 	return img, nil
+}
+
+// newestCached is the most recently built image under root, if any.
+func newestCached(root string) (Image, bool) {
+	ms, _ := filepath.Glob(filepath.Join(root, "*", "manifest.json"))
+	var best Image
+	var bestTime time.Time
+	for _, m := range ms {
+		st, err := os.Stat(m)
+		if err != nil {
+			continue
+		}
+		img, err := readManifest(filepath.Dir(m))
+		if err == nil && st.ModTime().After(bestTime) {
+			best, bestTime = img, st.ModTime()
+		}
+	}
+	return best, !bestTime.IsZero()
 }
 
 // selectPackages picks, from the resolved closure, the kernel package the
