@@ -1,0 +1,135 @@
+{{/* Secrets of the control plane (Deployments and the init Job). */}}
+{{- define "nova.stepArgs" -}}
+{{- $secretEnv := list
+      (dict "name" "NOVA_DB_PASSWORD" "secret" "nova-db" "key" "password")
+      (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
+      (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password")
+      (dict "name" "METADATA_SECRET" "secret" "metadata-proxy" "key" "shared-secret") -}}
+{{- toJson (dict "image" "openstack" "configSecret" "nova-config" "secretEnv" $secretEnv) -}}
+{{- end -}}
+
+{{/* Secrets of nova-compute: no database, no metadata secret. */}}
+{{- define "nova.computeArgs" -}}
+{{- $secretEnv := list
+      (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
+      (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password") -}}
+{{- toJson (dict "image" "compute" "configSecret" "nova-compute-config" "secretEnv" $secretEnv) -}}
+{{- end -}}
+
+{{/* nova.conf of the control plane: conf.controlPlane over conf.nova. */}}
+{{- define "nova.configFiles" -}}
+{{- toJson (dict "nova.conf" (mergeOverwrite (deepCopy .Values.conf.nova) (deepCopy .Values.conf.controlPlane))) -}}
+{{- end -}}
+
+{{/*
+nova.conf of nova-compute: conf.nova, then [libvirt] virt_type (and cpu_mode = none for
+TCG) from .Values.virtType, then conf.compute.
+*/}}
+{{- define "nova.computeConfigFiles" -}}
+{{- $virt := .Values.virtType -}}
+{{- if not (has $virt (list "qemu" "kvm")) -}}
+{{- fail (printf "values: virtType %q is not qemu or kvm" $virt) -}}
+{{- end -}}
+{{- $libvirt := dict "virt_type" $virt -}}
+{{- if eq $virt "qemu" -}}
+{{- $_ := set $libvirt "cpu_mode" "none" -}}
+{{- end -}}
+{{- $conf := mergeOverwrite (deepCopy .Values.conf.nova) (dict "libvirt" $libvirt) (deepCopy .Values.conf.compute) -}}
+{{- toJson (dict "nova.conf" $conf) -}}
+{{- end -}}
+
+{{/*
+osd-lib.dbCreateStep under another step name (the library names it db-create): the Job
+creates three databases for one user. (dict ... "name" "db-create-nova-api" "database" ...).
+*/}}
+{{- define "nova.dbCreateStep" -}}
+{{- $step := index (include "osd-lib.dbCreateStep" . | fromYamlArray) 0 -}}
+{{- $_ := set $step "name" .name -}}
+{{- toYaml (list $step) -}}
+{{- end -}}
+
+{{/*
+The config-render step of nova-compute: osd-lib.configRender over the Secret variables plus
+MY_IP and NODE_NAME from the downward API (status.hostIP, spec.nodeName).
+*/}}
+{{- define "nova.computeConfigRender" -}}
+{{- $fields := list (dict "name" "MY_IP" "field" "status.hostIP") (dict "name" "NODE_NAME" "field" "spec.nodeName") -}}
+{{- $step := index (include "osd-lib.configRender" (merge (dict "secretEnv" (concat .secretEnv $fields)) .) | fromYamlArray) 0 -}}
+{{- $env := include "osd-lib.secretEnv" .secretEnv | fromYamlArray -}}
+{{- range $fields -}}
+{{- $env = append $env (dict "name" .name "valueFrom" (dict "fieldRef" (dict "fieldPath" .field))) -}}
+{{- end -}}
+{{- $_ := set $step "env" $env -}}
+{{- toYaml (list $step) -}}
+{{- end -}}
+
+{{/*
+A control-plane Deployment: (dict "ctx" $ "component" "conductor" "command" (list ...)
+"ports" (list ...) "probes" (dict for osd-lib.probes, optional)).
+*/}}
+{{- define "nova.deployment" -}}
+{{- $ctx := .ctx -}}
+{{- $args := merge (dict "ctx" $ctx) (include "nova.stepArgs" $ctx | fromJson) -}}
+{{- $files := include "nova.configFiles" $ctx | fromJson -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nova-{{ .component }}
+  labels:
+    {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 4 }}
+spec:
+  replicas: {{ $ctx.Values.replicas }}
+  selector:
+    matchLabels:
+      {{- include "osd-lib.selectorLabels" (dict "ctx" $ctx "component" .component) | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 8 }}
+      annotations:
+        checksum/config: {{ include "osd-lib.configChecksum" (dict "ctx" $ctx "files" $files) }}
+    spec:
+      enableServiceLinks: false
+      {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
+      initContainers:
+        {{- include "osd-lib.configRender" $args | nindent 8 }}
+      containers:
+        - name: nova-{{ .component }}
+          image: {{ include "osd-lib.image" $args }}
+          imagePullPolicy: Never
+          command:
+            {{- toYaml .command | nindent 12 }}
+          {{- with .ports }}
+          ports:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with .probes }}
+          {{- include "osd-lib.probes" . | nindent 10 }}
+          {{- end }}
+          {{- include "osd-lib.resources" (dict "ctx" $ctx "component" .component) | nindent 10 }}
+          volumeMounts:
+            {{- include "osd-lib.configMounts" (dict "files" (dict "nova.conf" "/etc/nova/nova.conf")) | nindent 12 }}
+      volumes:
+        {{- include "osd-lib.configVolumes" $args | nindent 8 }}
+{{- end -}}
+
+{{/* A Service: (dict "ctx" $ "name" "component" "portName" "port" "type" "nodePort"). */}}
+{{- define "nova.service" -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- include "osd-lib.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
+spec:
+  type: {{ .type }}
+  selector:
+    {{- include "osd-lib.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
+  ports:
+    - name: {{ .portName }}
+      port: {{ .port }}
+      targetPort: {{ .port }}
+      {{- if eq .type "NodePort" }}
+      nodePort: {{ .nodePort }}
+      {{- end }}
+{{- end -}}

@@ -1,0 +1,701 @@
+package charts
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// novaFS serves the nova chart: charts.FS once it embeds nova, else this directory (the
+// same files; the chart refers to ../osd-lib, which is here too).
+func novaFS() fs.FS {
+	if _, err := fs.Stat(FS, "nova/Chart.yaml"); err == nil {
+		return FS
+	}
+	return os.DirFS(".")
+}
+
+// novaObjects holds the nova chart's objects decoded into the Kubernetes types.
+type novaObjects struct {
+	deployments map[string]*appsv1.Deployment
+	compute     *appsv1.DaemonSet
+	job         *batchv1.Job
+	services    map[string]*corev1.Service
+	secrets     map[string]*corev1.Secret
+}
+
+func novaService(t *testing.T) deploy.Service {
+	t.Helper()
+	svc, ok := deploy.DefaultCatalog().Service("nova")
+	if !ok {
+		t.Fatal("catalog has no nova")
+	}
+	return svc
+}
+
+// renderNova renders the chart as the controller does and returns its typed objects, the
+// manifests and the layered values.
+func renderNova(t *testing.T, spec deploy.DeploymentSpec) (novaObjects, string, map[string]any) {
+	t.Helper()
+	svc := novaService(t)
+	objs, out := render(t, novaFS(), "nova", svc, spec)
+	ch, _, err := helmclient.LoadChart(novaFS(), "nova")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := deploy.Render(spec, svc, ch.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := novaObjects{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, secrets: map[string]*corev1.Secret{}}
+	for _, o := range objs {
+		doc, err := json.Marshal(o.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := strictDecoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
+		}
+		switch v := obj.(type) {
+		case *appsv1.Deployment:
+			n.deployments[v.Name] = v
+		case *appsv1.DaemonSet:
+			n.compute = v
+		case *batchv1.Job:
+			n.job = v
+		case *corev1.Service:
+			n.services[v.Name] = v
+		case *corev1.Secret:
+			n.secrets[v.Name] = v
+		default:
+			t.Fatalf("nova renders an unexpected %T %s", obj, o.Metadata.Name)
+		}
+	}
+	if n.compute == nil || n.job == nil {
+		t.Fatalf("nova objects = %v, want a DaemonSet and a Job", kinds(objs))
+	}
+	return n, out, vals
+}
+
+func novaOverrides(o map[string]any) deploy.DeploymentSpec {
+	return deploy.DeploymentSpec{Images: testImages, Services: map[string]deploy.ServiceSpec{"nova": {Overrides: o}}}
+}
+
+// pods returns every pod template of the chart by workload.
+func (n novaObjects) pods() map[string]corev1.PodSpec {
+	out := map[string]corev1.PodSpec{"DaemonSet/nova-compute": n.compute.Spec.Template.Spec, "Job/" + n.job.Name: n.job.Spec.Template.Spec}
+	for name, d := range n.deployments {
+		out["Deployment/"+name] = d.Spec.Template.Spec
+	}
+	return out
+}
+
+func allContainers(pod corev1.PodSpec) []corev1.Container {
+	return append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
+}
+
+// parseINI reads an INI file the way oslo.config would see it: sections, "key = value"
+// lines; a key outside a section, a repeated key or a malformed line is an error.
+func parseINI(s string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	section := ""
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = line[1 : len(line)-1]
+			if _, dup := out[section]; dup {
+				return nil, fmt.Errorf("line %d: section %s repeated", n, section)
+			}
+			out[section] = map[string]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if !ok || k == "" || section == "" {
+				return nil, fmt.Errorf("line %d: %q is not key = value in a section", n, line)
+			}
+			if _, dup := out[section][k]; dup {
+				return nil, fmt.Errorf("line %d: %s.%s repeated", n, section, k)
+			}
+			out[section][k] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+func TestNovaRender(t *testing.T) {
+	n, out, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	var got []string
+	for name := range n.deployments {
+		got = append(got, "Deployment/"+name)
+	}
+	for name := range n.services {
+		got = append(got, "Service/"+name)
+	}
+	for name := range n.secrets {
+		got = append(got, "Secret/"+name)
+	}
+	slices.Sort(got)
+	want := []string{"Deployment/nova-api", "Deployment/nova-conductor", "Deployment/nova-novncproxy", "Deployment/nova-scheduler",
+		"Secret/nova-compute-config", "Secret/nova-config", "Service/nova-api", "Service/nova-metadata", "Service/nova-novncproxy"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("nova objects = %v, want %v plus DaemonSet/nova-compute and Job/nova-init-<hash>", got, want)
+	}
+	if !strings.HasPrefix(n.job.Name, "nova-init-") || strings.Count(out, "\nkind: Job") != 1 {
+		t.Errorf("Job %s, want one nova-init-<hash>", n.job.Name)
+	}
+
+	for name, pod := range n.pods() {
+		compute := name == "DaemonSet/nova-compute"
+		sc := pod.SecurityContext
+		switch {
+		case compute && (sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0):
+			t.Errorf("%s securityContext = %+v, want root", name, sc)
+		case !compute && (sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 64060 || sc.FSGroup == nil || *sc.FSGroup != 64060 || !*sc.RunAsNonRoot):
+			t.Errorf("%s securityContext = %+v, want the nova user 64060, non-root", name, sc)
+		}
+		image := testImages["openstack"]
+		if compute {
+			image = testImages["compute"]
+		}
+		for _, c := range allContainers(pod) {
+			if c.ImagePullPolicy != corev1.PullNever || c.Image != image {
+				t.Errorf("%s container %s = %s pull %s, want %s Never", name, c.Name, c.Image, c.ImagePullPolicy, image)
+			}
+		}
+		if strings.HasPrefix(name, "Job/") {
+			continue
+		}
+		// The long-running container: small requests and a memory limit.
+		c := pod.Containers[0]
+		cpu, mem := c.Resources.Requests.Cpu(), c.Resources.Requests.Memory()
+		if cpu.Cmp(resource.MustParse("20m")) < 0 || cpu.Cmp(resource.MustParse("50m")) > 0 ||
+			mem.Cmp(resource.MustParse("100Mi")) < 0 || mem.Cmp(resource.MustParse("200Mi")) > 0 {
+			t.Errorf("%s requests cpu %s memory %s, want 20-50m and 100-200Mi", name, cpu, mem)
+		}
+		if lim := c.Resources.Limits.Memory(); lim.IsZero() || lim.Cmp(*mem) <= 0 {
+			t.Errorf("%s memory limit = %s, want one above the request %s", name, lim, mem)
+		}
+		if len(pod.Containers) != 1 || pod.InitContainers[len(pod.InitContainers)-1].Name != "config-render" {
+			t.Errorf("%s containers %d, last init container %s, want one container after config-render", name, len(pod.Containers), pod.InitContainers[len(pod.InitContainers)-1].Name)
+		}
+	}
+}
+
+// TestNovaDeployments checks commands, ports, probes and Services of the control plane.
+func TestNovaDeployments(t *testing.T) {
+	n, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	tests := []struct {
+		name    string
+		command []string
+		ports   []int32
+		probe   string // "" none, "GET /:8774", "tcp:6080"
+	}{
+		{name: "nova-api", command: []string{"nova-api", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{8774, 8775}, probe: "GET /:8774"},
+		{name: "nova-conductor", command: []string{"nova-conductor", "--config-file", "/etc/nova/nova.conf"}},
+		{name: "nova-scheduler", command: []string{"nova-scheduler", "--config-file", "/etc/nova/nova.conf"}},
+		{name: "nova-novncproxy", command: []string{"nova-novncproxy", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{6080}, probe: "tcp:6080"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := n.deployments[tt.name]
+			if d == nil {
+				t.Fatalf("no Deployment %s", tt.name)
+			}
+			if *d.Spec.Replicas != 1 {
+				t.Errorf("%s replicas = %d, want 1", tt.name, *d.Spec.Replicas)
+			}
+			c := containerByName(d.Spec.Template.Spec.Containers, tt.name)
+			if c == nil {
+				t.Fatalf("%s has no container %s", tt.name, tt.name)
+			}
+			if !reflect.DeepEqual(c.Command, tt.command) {
+				t.Errorf("%s command = %v, want %v", tt.name, c.Command, tt.command)
+			}
+			var ports []int32
+			for _, p := range c.Ports {
+				ports = append(ports, p.ContainerPort)
+			}
+			if !reflect.DeepEqual(ports, tt.ports) {
+				t.Errorf("%s ports = %v, want %v", tt.name, ports, tt.ports)
+			}
+			for kind, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+				got := ""
+				switch {
+				case p == nil:
+				case p.HTTPGet != nil:
+					got = fmt.Sprintf("GET %s:%d", p.HTTPGet.Path, p.HTTPGet.Port.IntValue())
+				case p.TCPSocket != nil:
+					got = fmt.Sprintf("tcp:%d", p.TCPSocket.Port.IntValue())
+				default:
+					got = "other"
+				}
+				if got != tt.probe {
+					t.Errorf("%s %s probe = %q, want %q", tt.name, kind, got, tt.probe)
+				}
+			}
+			var mounted bool
+			for _, m := range c.VolumeMounts {
+				mounted = mounted || (m.Name == "config" && m.SubPath == "nova.conf" && m.MountPath == "/etc/nova/nova.conf" && m.ReadOnly)
+			}
+			if !mounted {
+				t.Errorf("%s mounts %v, want nova.conf at /etc/nova/nova.conf", tt.name, c.VolumeMounts)
+			}
+			if d.Spec.Template.Annotations["checksum/config"] != n.job.Spec.Template.Annotations["checksum/config"] {
+				t.Errorf("%s and the Job have different config checksums", tt.name)
+			}
+			if v := d.Spec.Template.Spec.Volumes[0]; v.Secret == nil || v.Secret.SecretName != "nova-config" {
+				t.Errorf("%s config templates = %+v, want Secret nova-config", tt.name, v.VolumeSource)
+			}
+		})
+	}
+
+	services := []struct {
+		name, component string
+		port, nodePort  int32
+		typ             corev1.ServiceType
+	}{
+		{name: "nova-api", component: "api", port: 8774, nodePort: 30774, typ: corev1.ServiceTypeNodePort},
+		{name: "nova-metadata", component: "api", port: 8775, typ: corev1.ServiceTypeClusterIP},
+		{name: "nova-novncproxy", component: "novncproxy", port: 6080, nodePort: 30680, typ: corev1.ServiceTypeNodePort},
+	}
+	for _, tt := range services {
+		s := n.services[tt.name]
+		if s == nil || len(s.Spec.Ports) != 1 {
+			t.Errorf("Service %s = %+v, want one port", tt.name, s)
+			continue
+		}
+		p := s.Spec.Ports[0]
+		if s.Spec.Type != tt.typ || p.Port != tt.port || p.TargetPort.IntValue() != int(tt.port) || p.NodePort != tt.nodePort {
+			t.Errorf("Service %s = %s %d -> %s nodePort %d, want %s %d -> %d nodePort %d", tt.name, s.Spec.Type, p.Port, p.TargetPort.String(), p.NodePort, tt.typ, tt.port, tt.port, tt.nodePort)
+		}
+		d := n.deployments["nova-"+tt.component]
+		if !reflect.DeepEqual(s.Spec.Selector, d.Spec.Selector.MatchLabels) {
+			t.Errorf("Service %s selector %v, want Deployment %s's %v", tt.name, s.Spec.Selector, d.Name, d.Spec.Selector.MatchLabels)
+		}
+	}
+}
+
+// TestNovaComputeDaemonSet checks the compute pod's placement on labelled nodes, its host
+// access and that every host directory is mounted at its own path (the host's libvirt
+// opens the files nova-compute writes).
+func TestNovaComputeDaemonSet(t *testing.T) {
+	n, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	ds := n.compute
+	pod := ds.Spec.Template.Spec
+	if ds.Name != "nova-compute" || !reflect.DeepEqual(pod.NodeSelector, map[string]string{"openstack-compute-node": "enabled"}) {
+		t.Errorf("DaemonSet %s nodeSelector = %v, want nova-compute on openstack-compute-node=enabled", ds.Name, pod.NodeSelector)
+	}
+	if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("hostNetwork %v dnsPolicy %s, want true, ClusterFirstWithHostNet", pod.HostNetwork, pod.DNSPolicy)
+	}
+	c := containerByName(pod.Containers, "nova-compute")
+	if c == nil {
+		t.Fatalf("containers = %v, want nova-compute", pod.Containers)
+	}
+	if want := []string{"nova-compute", "--config-file", "/etc/nova/nova.conf"}; !reflect.DeepEqual(c.Command, want) {
+		t.Errorf("nova-compute command = %v, want %v", c.Command, want)
+	}
+	if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		t.Errorf("nova-compute securityContext = %+v, want privileged", c.SecurityContext)
+	}
+	if p := c.ReadinessProbe; p == nil || p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "pgrep -f '^/usr/bin/python3 /usr/bin/nova-compute'") {
+		t.Errorf("nova-compute readiness probe = %+v, want an exec probe for the nova-compute process", p)
+	}
+	if len(c.Ports) != 0 || c.LivenessProbe != nil {
+		t.Errorf("nova-compute ports %v liveness %+v, want none", c.Ports, c.LivenessProbe)
+	}
+
+	hostPaths := map[string]string{} // volume -> host path
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	mounts := map[string]corev1.VolumeMount{} // host path -> mount
+	for _, m := range c.VolumeMounts {
+		if hp, ok := hostPaths[m.Name]; ok {
+			if m.MountPath != hp {
+				t.Errorf("hostPath %s mounted at %s, want the same path", hp, m.MountPath)
+			}
+			mounts[hp] = m
+		}
+	}
+	for path, ro := range map[string]bool{"/run/libvirt": false, "/var/lib/nova": false, "/var/lib/libvirt": false, "/run/openvswitch": false, "/lib/modules": true, "/dev": false} {
+		if m, ok := mounts[path]; !ok || m.ReadOnly != ro {
+			t.Errorf("nova-compute mounts %v, want host %s (readOnly %v)", c.VolumeMounts, path, ro)
+		}
+	}
+
+	// The files the config names live on those mounts.
+	conf, err := parseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
+	if err != nil {
+		t.Fatalf("compute nova.conf: %v", err)
+	}
+	under := func(p string) bool {
+		for m := range mounts {
+			if strings.HasPrefix(p, m+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range []string{conf["DEFAULT"]["instances_path"], conf["DEFAULT"]["state_path"] + "/x", "/run/libvirt/libvirt-sock", strings.TrimPrefix(conf["os_vif_ovs"]["ovsdb_connection"], "unix:")} {
+		if !under(p) {
+			t.Errorf("%s is not on a host mount %v", p, mounts)
+		}
+	}
+	if conf["DEFAULT"]["instances_path"] != "/var/lib/nova/instances" || conf["libvirt"]["connection_uri"] != "qemu:///system" {
+		t.Errorf("instances_path %q connection_uri %q, want /var/lib/nova/instances, qemu:///system", conf["DEFAULT"]["instances_path"], conf["libvirt"]["connection_uri"])
+	}
+
+	// host and my_ip come from the downward API through config-render.
+	render := containerByName(pod.InitContainers, "config-render")
+	for name, field := range map[string]string{"MY_IP": "status.hostIP", "NODE_NAME": "spec.nodeName"} {
+		e := envByName(render, name)
+		if e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != field {
+			t.Errorf("compute config-render env %s = %+v, want fieldRef %s", name, e, field)
+		}
+	}
+	if conf["DEFAULT"]["host"] != "@@NODE_NAME@@" || conf["DEFAULT"]["my_ip"] != "@@MY_IP@@" || conf["vnc"]["server_proxyclient_address"] != "$my_ip" {
+		t.Errorf("compute DEFAULT host %q my_ip %q vnc proxyclient %q, want @@NODE_NAME@@, @@MY_IP@@, $my_ip", conf["DEFAULT"]["host"], conf["DEFAULT"]["my_ip"], conf["vnc"]["server_proxyclient_address"])
+	}
+	if v := pod.Volumes[0]; v.Secret == nil || v.Secret.SecretName != "nova-compute-config" {
+		t.Errorf("compute config templates = %+v, want Secret nova-compute-config", v.VolumeSource)
+	}
+}
+
+// TestNovaVirtType checks [libvirt] virt_type and cpu_mode per virtType, that only the
+// compute config and pods change with it, and that an unknown type is refused.
+func TestNovaVirtType(t *testing.T) {
+	base, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	tests := []struct {
+		virtType string
+		cpuMode  string // "" = unset (Nova's default: host-model on KVM)
+	}{
+		{virtType: "qemu", cpuMode: "none"},
+		{virtType: "kvm", cpuMode: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.virtType, func(t *testing.T) {
+			n, _, _ := renderNova(t, novaOverrides(map[string]any{"virtType": tt.virtType}))
+			conf, err := parseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			mode, set := conf["libvirt"]["cpu_mode"]
+			if conf["libvirt"]["virt_type"] != tt.virtType || mode != tt.cpuMode || set != (tt.cpuMode != "") {
+				t.Errorf("virtType %s: [libvirt] virt_type = %q cpu_mode = %q (set %v), want %s, %q", tt.virtType, conf["libvirt"]["virt_type"], mode, set, tt.virtType, tt.cpuMode)
+			}
+			if n.secrets["nova-config"].StringData["nova.conf"] != base.secrets["nova-config"].StringData["nova.conf"] || n.job.Name != base.job.Name {
+				t.Errorf("virtType %s changed the control plane's config or Job", tt.virtType)
+			}
+			sum := func(ds *appsv1.DaemonSet) string { return ds.Spec.Template.Annotations["checksum/config"] }
+			if changed := sum(n.compute) != sum(base.compute); changed != (tt.virtType != "qemu") {
+				t.Errorf("virtType %s: compute checksum changed = %v, want %v", tt.virtType, changed, tt.virtType != "qemu")
+			}
+		})
+	}
+
+	// An unknown virtType fails the render (Helm's error, not a broken nova.conf).
+	ch, _, err := helmclient.LoadChart(novaFS(), "nova")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := novaService(t)
+	vals, err := deploy.Render(novaOverrides(map[string]any{"virtType": "xen"}), svc, ch.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := helmclient.Template(context.Background(), ch, svc.Namespace, svc.Name, deploy.HelmValues(vals, ch.Values)); err == nil || !strings.Contains(err.Error(), `virtType "xen"`) {
+		t.Errorf("Template(virtType xen) error = %v, want virtType \"xen\" refused", err)
+	}
+}
+
+// TestNovaConfig checks both nova.conf files: each is deploy.RenderINI of its merged value
+// layers, parses as INI, and carries the keys the services need.
+func TestNovaConfig(t *testing.T) {
+	n, _, vals := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	conf := vals["conf"].(map[string]any)
+	layer := func(k string) map[string]any { return conf[k].(map[string]any) }
+	libvirt := map[string]any{"libvirt": map[string]any{"virt_type": "qemu", "cpu_mode": "none"}}
+	files := map[string]map[string]any{
+		"nova-config":         deploy.Merge(layer("nova"), layer("controlPlane")),
+		"nova-compute-config": deploy.Merge(layer("nova"), libvirt, layer("compute")),
+	}
+	const ks = "http://keystone-api.openstack.svc:5000/v3"
+	auth := map[string]string{"auth_type": "password", "auth_url": ks, "username": "nova", "password": "@@NOVA_KEYSTONE_PASSWORD@@",
+		"project_name": "service", "user_domain_name": "Default", "project_domain_name": "Default"}
+	common := map[string]map[string]string{
+		"DEFAULT":      {"transport_url": "rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/", "state_path": "/var/lib/nova"},
+		"placement":    {"region_name": "RegionOne", "valid_interfaces": "internal"},
+		"neutron":      {"region_name": "RegionOne", "valid_interfaces": "internal"},
+		"glance":       {"valid_interfaces": "internal"},
+		"service_user": {"send_service_user_token": "true"},
+		"vnc":          {"enabled": "true", "novncproxy_base_url": "http://127.0.0.1:30680/vnc_lite.html"},
+	}
+	for _, s := range []string{"placement", "neutron", "service_user"} {
+		for k, v := range auth {
+			common[s][k] = v
+		}
+	}
+	want := map[string]map[string]map[string]string{
+		"nova-config": {
+			"DEFAULT": {"enabled_apis": "osapi_compute,metadata", "osapi_compute_listen_port": "8774", "osapi_compute_workers": "1",
+				"metadata_listen_port": "8775", "metadata_workers": "1", "web": "/usr/share/novnc"},
+			"api_database":       {"connection": "mysql+pymysql://nova:@@NOVA_DB_PASSWORD@@@mariadb.openstack.svc/nova_api"},
+			"database":           {"connection": "mysql+pymysql://nova:@@NOVA_DB_PASSWORD@@@mariadb.openstack.svc/nova"},
+			"conductor":          {"workers": "1"},
+			"scheduler":          {"workers": "1", "discover_hosts_in_cells_interval": "30"},
+			"neutron":            {"service_metadata_proxy": "true", "metadata_proxy_shared_secret": "@@METADATA_SECRET@@"},
+			"keystone_authtoken": {"auth_url": ks, "username": "nova", "password": "@@NOVA_KEYSTONE_PASSWORD@@", "memcached_servers": "memcached:11211"},
+			"vnc":                {"novncproxy_host": "0.0.0.0", "novncproxy_port": "6080"},
+		},
+		"nova-compute-config": {
+			"DEFAULT": {"compute_driver": "libvirt.LibvirtDriver", "reserved_host_memory_mb": "512", "cpu_allocation_ratio": "4",
+				"ram_allocation_ratio": "1.5", "instances_path": "/var/lib/nova/instances"},
+			"libvirt":    {"virt_type": "qemu", "cpu_mode": "none", "images_type": "default", "connection_uri": "qemu:///system"},
+			"vnc":        {"server_listen": "0.0.0.0", "server_proxyclient_address": "$my_ip"},
+			"os_vif_ovs": {"ovsdb_connection": "unix:/run/openvswitch/db.sock"},
+		},
+	}
+	for secret, layers := range files {
+		t.Run(secret, func(t *testing.T) {
+			s := n.secrets[secret]
+			if s == nil || len(s.StringData) != 1 {
+				t.Fatalf("Secret %s = %+v, want one file nova.conf", secret, s)
+			}
+			got := s.StringData["nova.conf"]
+			rendered, err := deploy.RenderINI(sections(t, layers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != rendered {
+				t.Errorf("%s nova.conf =\n%s\nwant (deploy.RenderINI of the merged layers)\n%s", secret, got, rendered)
+			}
+			ini, err := parseINI(got)
+			if err != nil {
+				t.Fatalf("%s nova.conf does not parse: %v", secret, err)
+			}
+			for _, keys := range []map[string]map[string]string{common, want[secret]} {
+				for section, kv := range keys {
+					for k, v := range kv {
+						if ini[section][k] != v {
+							t.Errorf("%s [%s] %s = %q, want %q", secret, section, k, ini[section][k], v)
+						}
+					}
+				}
+			}
+		})
+	}
+	// nova-compute never sees the databases or the metadata secret.
+	compute, _ := parseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
+	for _, section := range []string{"api_database", "database", "keystone_authtoken"} {
+		if _, ok := compute[section]; ok {
+			t.Errorf("compute nova.conf has [%s]", section)
+		}
+	}
+	if strings.Contains(n.secrets["nova-compute-config"].StringData["nova.conf"], "@@NOVA_DB_PASSWORD@@") || strings.Contains(n.secrets["nova-compute-config"].StringData["nova.conf"], "@@METADATA_SECRET@@") {
+		t.Errorf("compute nova.conf refers to the database password or the metadata secret")
+	}
+}
+
+// TestNovaJob checks the init Job: its steps in order, the three databases for one user,
+// the nova-manage commands with the rendered config, and the Keystone registration.
+func TestNovaJob(t *testing.T) {
+	n, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	job := n.job
+	pod := job.Spec.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever || pod.SecurityContext == nil || *pod.SecurityContext.RunAsUser != 64060 {
+		t.Errorf("Job restartPolicy %s securityContext %+v, want Never as uid 64060", pod.RestartPolicy, pod.SecurityContext)
+	}
+	all := allContainers(pod)
+	var names []string
+	for _, c := range all {
+		names = append(names, c.Name)
+	}
+	want := []string{"config-render", "db-create-nova-api", "db-create-nova", "db-create-nova-cell0", "api-db-sync", "map-cell0", "create-cell1", "db-sync", "keystone-register"}
+	if !reflect.DeepEqual(names, want) || len(pod.Containers) != 1 {
+		t.Fatalf("Job steps = %v (the last is the main container), want %v", names, want)
+	}
+	for step, db := range map[string]string{"db-create-nova-api": "nova_api", "db-create-nova": "nova", "db-create-nova-cell0": "nova_cell0"} {
+		c := containerByName(all, step)
+		for name, want := range map[string]string{"DB_NAME": db, "DB_USER": "nova", "DB_HOST": "mariadb"} {
+			if e := envByName(c, name); e == nil || e.Value != want {
+				t.Errorf("%s env %s = %+v, want %q", step, name, e, want)
+			}
+		}
+		if e := envByName(c, "DB_PASSWORD"); e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "nova-db" {
+			t.Errorf("%s DB_PASSWORD = %+v, want from Secret nova-db", step, e)
+		}
+		if !strings.Contains(strings.Join(c.Command, " "), "CREATE DATABASE IF NOT EXISTS") {
+			t.Errorf("%s is not osd-lib's db-create script", step)
+		}
+	}
+	manage := []string{"nova-manage", "--config-file", "/etc/nova/nova.conf"}
+	commands := map[string][]string{
+		"api-db-sync": append(slices.Clone(manage), "api_db", "sync"),
+		"map-cell0":   append(slices.Clone(manage), "cell_v2", "map_cell0"),
+		"create-cell1": {"/bin/sh", "-ec", "nova-manage --config-file /etc/nova/nova.conf cell_v2 list_cells | grep -qw cell1 || " +
+			"nova-manage --config-file /etc/nova/nova.conf cell_v2 create_cell --name cell1"},
+		"db-sync": append(slices.Clone(manage), "db", "sync"),
+	}
+	for step, cmd := range commands {
+		c := containerByName(all, step)
+		if !reflect.DeepEqual(c.Command, cmd) {
+			t.Errorf("%s command = %q, want %q", step, c.Command, cmd)
+		}
+		var mounted bool
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || (m.Name == "config" && m.MountPath == "/etc/nova/nova.conf" && m.SubPath == "nova.conf")
+		}
+		if !mounted {
+			t.Errorf("%s mounts %v, want the rendered nova.conf", step, c.VolumeMounts)
+		}
+	}
+	reg := containerByName(all, "keystone-register")
+	for name, want := range map[string]string{"SVC_NAME": "nova", "SVC_USER": "nova", "SVC_TYPE": "compute", "OS_AUTH_URL": "http://keystone-api.openstack.svc:5000/v3", "OS_REGION_NAME": "RegionOne"} {
+		if e := envByName(reg, name); e == nil || e.Value != want {
+			t.Errorf("keystone-register env %s = %+v, want %q", name, e, want)
+		}
+	}
+	if e := envByName(reg, "SVC_PASSWORD"); e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "nova-keystone" {
+		t.Errorf("keystone-register SVC_PASSWORD = %+v, want from Secret nova-keystone", e)
+	}
+	script := strings.Join(reg.Command, " ")
+	for _, want := range []string{"admin=http://nova-api.openstack.svc:8774/v2.1 ", "internal=http://nova-api.openstack.svc:8774/v2.1 ", "public=http://127.0.0.1:30774/v2.1 "} {
+		if !strings.Contains(script, want) {
+			t.Errorf("keystone-register lacks endpoint %q", want)
+		}
+	}
+}
+
+// TestNovaSecrets checks that secrets reach the pods only by reference to Secrets
+// deploy.DefaultSecrets makes, and runs each pod's config-render script (/bin/sh, sed) over
+// its config Secret: every placeholder is replaced, no value is in the manifests.
+func TestNovaSecrets(t *testing.T) {
+	generated := map[string]bool{}
+	for _, s := range deploy.DefaultSecrets() {
+		for k := range s.Keys {
+			generated[s.Name+"/"+k] = true
+		}
+	}
+	n, out, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	for name, pod := range n.pods() {
+		for _, c := range allContainers(pod) {
+			for _, e := range c.Env {
+				switch {
+				case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+					if ref := e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key; !generated[ref] {
+						t.Errorf("%s %s env %s refers to %s, which deploy.DefaultSecrets() does not make", name, c.Name, e.Name, ref)
+					}
+				case strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "SECRET"):
+					t.Errorf("%s %s env %s is not from a Secret", name, c.Name, e.Name)
+				}
+			}
+		}
+		for _, v := range pod.Volumes {
+			if v.Secret != nil && !strings.HasPrefix(v.Secret.SecretName, "nova-") {
+				t.Errorf("%s mounts Secret %s, want only the chart's config Secrets", name, v.Secret.SecretName)
+			}
+		}
+	}
+	for _, s := range n.secrets {
+		if s.Data != nil {
+			t.Errorf("Secret %s has data, want only rendered config (stringData)", s.Name)
+		}
+	}
+
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("/bin/sh is not installed")
+	}
+	byPod := map[string]*corev1.Secret{"DaemonSet/nova-compute": n.secrets["nova-compute-config"], "Job/" + n.job.Name: n.secrets["nova-config"]}
+	for name := range n.deployments {
+		byPod["Deployment/"+name] = n.secrets["nova-config"]
+	}
+	pods := n.pods()
+	for name, secret := range byPod {
+		t.Run(name, func(t *testing.T) {
+			render := containerByName(pods[name].InitContainers, "config-render")
+			if render == nil {
+				t.Fatalf("%s has no config-render step", name)
+			}
+			dir, values := runConfigRender(t, render, secret.StringData)
+			got, err := os.ReadFile(dir + "/nova.conf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := placeholderRE.ReplaceAllStringFunc(secret.StringData["nova.conf"], func(p string) string {
+				v, ok := values[placeholderRE.FindStringSubmatch(p)[1]]
+				if !ok {
+					t.Errorf("placeholder %s has no config-render env", p)
+				}
+				return v
+			})
+			if string(got) != want || strings.Contains(string(got), "@@") {
+				t.Errorf("config-render nova.conf =\n%s\nwant\n%s", got, want)
+			}
+			for env, v := range values {
+				if strings.Contains(out, v) {
+					t.Errorf("manifests contain the value of %s", env)
+				}
+			}
+		})
+	}
+}
+
+// TestNovaOverrides checks the values the daemon sets per host: the public endpoint and
+// noVNC base URL with the node's address, ClusterIP Services, and the HA profile.
+func TestNovaOverrides(t *testing.T) {
+	base, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	const public, novnc = "http://192.0.2.10:30774/v2.1", "http://192.0.2.10:30680/vnc_lite.html"
+	n, out, _ := renderNova(t, novaOverrides(map[string]any{
+		"endpoints":  map[string]any{"public": public},
+		"service":    map[string]any{"type": "ClusterIP"},
+		"novncproxy": map[string]any{"service": map[string]any{"type": "ClusterIP"}},
+		"conf":       map[string]any{"nova": map[string]any{"vnc": map[string]any{"novncproxy_base_url": novnc}}},
+	}))
+	if !strings.Contains(out, "public="+public+" ") || strings.Contains(out, "public=http://127.0.0.1:30774/v2.1 ") {
+		t.Errorf("keystone-register does not register the overridden public endpoint %s", public)
+	}
+	for _, secret := range []string{"nova-config", "nova-compute-config"} {
+		if ini, _ := parseINI(n.secrets[secret].StringData["nova.conf"]); ini["vnc"]["novncproxy_base_url"] != novnc {
+			t.Errorf("%s novncproxy_base_url = %q, want %s", secret, ini["vnc"]["novncproxy_base_url"], novnc)
+		}
+	}
+	for _, name := range []string{"nova-api", "nova-novncproxy"} {
+		if s := n.services[name]; s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.Ports[0].NodePort != 0 {
+			t.Errorf("Service %s = %s nodePort %d, want ClusterIP without nodePort", name, s.Spec.Type, s.Spec.Ports[0].NodePort)
+		}
+	}
+	if n.job.Name == base.job.Name || n.compute.Spec.Template.Annotations["checksum/config"] == base.compute.Spec.Template.Annotations["checksum/config"] {
+		t.Errorf("a config change kept Job %s or the compute checksum, want new ones", n.job.Name)
+	}
+	again, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
+	if again.job.Name != base.job.Name {
+		t.Errorf("same values gave Jobs %s and %s, want one name", base.job.Name, again.job.Name)
+	}
+	ha, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages, Profile: deploy.ProfileHA})
+	for name, d := range ha.deployments {
+		if *d.Spec.Replicas != 3 {
+			t.Errorf("HA profile %s replicas = %d, want 3", name, *d.Spec.Replicas)
+		}
+	}
+}
