@@ -17,11 +17,13 @@ func Observe(ctx context.Context, c *Client, want Desired) (Observed, error) {
 			return obs, fmt.Errorf("observe flavors: %w", err)
 		}
 	}
-	if obs.Networks, err = c.ListNetworks(ctx, ""); err != nil {
-		return obs, fmt.Errorf("observe networks: %w", err)
-	}
-	if obs.Subnets, err = c.ListSubnets(ctx, ""); err != nil {
-		return obs, fmt.Errorf("observe subnets: %w", err)
+	if want.External != nil || want.Tenant.Name != "" || want.Router != "" {
+		if obs.Networks, err = c.ListNetworks(ctx, ""); err != nil {
+			return obs, fmt.Errorf("observe networks: %w", err)
+		}
+		if obs.Subnets, err = c.ListSubnets(ctx, ""); err != nil {
+			return obs, fmt.Errorf("observe subnets: %w", err)
+		}
 	}
 	if want.Router != "" {
 		if obs.Routers, err = c.ListRouters(ctx, want.Router); err != nil {

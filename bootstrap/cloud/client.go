@@ -48,8 +48,13 @@ var htmlTag = regexp.MustCompile(`<[^>]*>`)
 // ErrorMessage extracts the message from an OpenStack error body: Keystone
 // {"error": {"message"}}, Nova {"itemNotFound": {"message"}} (any single
 // key), Neutron {"NeutronError": {"type", "message"}}, Placement {"errors":
-// [{"detail"}]}, or Glance's plain text/HTML.
+// [{"detail"}]}, Glance's {"message"} or plain text/HTML. The result is one
+// line without markup, without jsonschema's dump, at most 500 bytes.
 func ErrorMessage(body []byte) string {
+	return cleanMessage(rawMessage(body))
+}
+
+func rawMessage(body []byte) string {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) == nil {
 		if raw, ok := m["errors"]; ok {
@@ -62,7 +67,7 @@ func ErrorMessage(body []byte) string {
 				return strings.Join(parts, "; ")
 			}
 		}
-		if raw, ok := m["message"]; ok && len(m) <= 3 {
+		if raw, ok := m["message"]; ok {
 			var s string
 			if json.Unmarshal(raw, &s) == nil {
 				return s
@@ -72,7 +77,6 @@ func ErrorMessage(body []byte) string {
 			var inner struct {
 				Message string `json:"message"`
 				Type    string `json:"type"`
-				Detail  string `json:"detail"`
 			}
 			if json.Unmarshal(raw, &inner) == nil && inner.Message != "" {
 				msg := inner.Message
@@ -83,7 +87,14 @@ func ErrorMessage(body []byte) string {
 			}
 		}
 	}
-	s := htmlTag.ReplaceAllString(string(body), " ")
+	return string(body)
+}
+
+func cleanMessage(s string) string {
+	s = htmlTag.ReplaceAllString(s, " ")
+	if i := strings.Index(s, "Failed validating"); i > 0 { // jsonschema's dump of the schema
+		s = s[:i]
+	}
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 500 {
 		s = s[:500] + "..."
