@@ -69,6 +69,15 @@ type Launcher struct {
 	Probe  HostProbe
 	// ActiveTimeout and PingTimeout bound the waits (defaults 5 min and 3 min: TCG is slow).
 	ActiveTimeout, PingTimeout time.Duration
+	// Poll is the pause between status checks and pings (default 2 s).
+	Poll time.Duration
+}
+
+func (l Launcher) poll() time.Duration {
+	if l.Poll == 0 {
+		return 2 * time.Second
+	}
+	return l.Poll
 }
 
 // Launch creates the server, waits until it is ACTIVE, gives it a floating
@@ -181,7 +190,7 @@ func (l Launcher) Launch(ctx context.Context, req LaunchRequest, emit func(strin
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
+		case <-time.After(l.poll()):
 		}
 	}
 	res.Diagnosis = l.diagnose(context.WithoutCancel(ctx), srv.ID, port.ID, res.FloatingIP)
@@ -224,7 +233,7 @@ func (l Launcher) waitActive(ctx context.Context, id string, emit func(string)) 
 		select {
 		case <-ctx.Done():
 			return srv, ctx.Err()
-		case <-time.After(2 * time.Second):
+		case <-time.After(l.poll()):
 		}
 	}
 }

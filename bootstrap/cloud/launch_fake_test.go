@@ -1,0 +1,166 @@
+package cloud
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeCloud answers the Keystone, Nova, Glance and Neutron calls Launch
+// makes, from loopback. It is a fake because Nova and Neutron are not always
+// deployed where these tests run; TestDevCloudLaunch runs the real thing.
+type fakeCloud struct {
+	mu         sync.Mutex
+	srv        *httptest.Server
+	polls      int    // GET server calls
+	status     string // final server status
+	fault      string
+	vifType    string
+	console    string
+	created    map[string]any
+	floatingIP map[string]any
+}
+
+func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	js := func(code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(v)
+	}
+	p := r.Method + " " + r.URL.Path
+	switch {
+	case p == "POST /v3/auth/tokens":
+		w.Header().Set("X-Subject-Token", "tok")
+		var cat []CatalogEntry
+		for _, s := range []struct{ typ, path string }{{"compute", "/compute/v2.1"}, {"image", "/image"}, {"network", "/network"}} {
+			cat = append(cat, CatalogEntry{Type: s.typ, Endpoints: []Endpoint{{Interface: "public", Region: "RegionOne", URL: f.srv.URL + s.path}}})
+		}
+		js(201, map[string]any{"token": map[string]any{"expires_at": time.Now().Add(time.Hour), "project": map[string]string{"id": "p"}, "catalog": cat}})
+	case p == "GET /compute/v2.1/flavors/detail":
+		js(200, map[string]any{"flavors": []Flavor{{ID: "f1", Name: "m1.tiny", VCPUs: 1, RAM: 256, Disk: 1}}})
+	case p == "GET /image/v2/images":
+		js(200, map[string]any{"images": []Image{{ID: "i1", Name: r.URL.Query().Get("name"), Status: "active"}}})
+	case p == "GET /network/v2.0/networks":
+		nets := []Network{{ID: "n-t", Name: "osd-net"}, {ID: "n-ext", Name: "external", External: true}}
+		if n := r.URL.Query().Get("name"); n != "" {
+			nets = nets[:1]
+		}
+		js(200, map[string]any{"networks": nets})
+	case p == "POST /compute/v2.1/servers":
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		f.created = body["server"].(map[string]any)
+		js(202, map[string]any{"server": map[string]string{"id": "s1"}})
+	case p == "GET /compute/v2.1/servers/s1":
+		f.polls++
+		st := map[string]any{"id": "s1", "name": f.created["name"], "status": "BUILD", "OS-EXT-STS:task_state": "spawning"}
+		if f.polls > 1 {
+			st["status"], st["OS-EXT-STS:task_state"], st["OS-EXT-SRV-ATTR:host"] = f.status, nil, "vm"
+			if f.fault != "" {
+				st["fault"] = map[string]any{"code": 500, "message": f.fault}
+			}
+		}
+		js(200, map[string]any{"server": st})
+	case p == "GET /network/v2.0/ports":
+		if r.URL.Query().Get("device_id") == "r1" {
+			js(200, map[string]any{"ports": []Port{{ID: "rp", DeviceOwner: "network:router_interface", FixedIPs: []FixedIP{{SubnetID: "sub-t", IPAddress: "10.20.0.1"}}}}})
+			return
+		}
+		js(200, map[string]any{"ports": []Port{{ID: "port1", NetworkID: "n-t", Status: "ACTIVE", VIFType: f.vifType, HostID: "vm",
+			FixedIPs: []FixedIP{{SubnetID: "sub-t", IPAddress: "10.20.0.7"}}}}})
+	case p == "GET /network/v2.0/floatingips":
+		js(200, map[string]any{"floatingips": []FloatingIP{}})
+	case p == "POST /network/v2.0/floatingips":
+		var body map[string]map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		f.floatingIP = body["floatingip"]
+		js(201, map[string]any{"floatingip": FloatingIP{ID: "fip", FloatingIPAddress: "172.24.4.150", PortID: "port1"}})
+	case p == "POST /compute/v2.1/servers/s1/remote-consoles":
+		js(200, map[string]any{"remote_console": map[string]string{"url": "http://192.0.2.2:30680/vnc_auto.html?token=x"}})
+	case p == "POST /compute/v2.1/servers/s1/action":
+		js(200, map[string]string{"output": f.console})
+	case p == "GET /network/v2.0/routers":
+		js(200, map[string]any{"routers": []map[string]any{{"id": "r1", "name": "osd-router", "external_gateway_info": map[string]string{"network_id": "n-ext"}}}})
+	default:
+		js(404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "fake cloud has no " + p}})
+	}
+}
+
+type fakeProbe struct {
+	answerAfter int // pings before the first answer; <0: never
+	calls       int
+}
+
+func (p *fakeProbe) Ping(context.Context, string) error {
+	p.calls++
+	if p.answerAfter >= 0 && p.calls > p.answerAfter {
+		return nil
+	}
+	return errors.New("no answer")
+}
+func (p *fakeProbe) Route(context.Context, string) error { return nil }
+
+func TestLaunchAgainstFakeCloud(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		status    string
+		fault     string
+		vifType   string
+		console   string
+		probe     *fakeProbe
+		err       string
+		reachable bool
+		diagnosis string
+	}{
+		{name: "reachable", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 1}, reachable: true},
+		{name: "no valid host", status: "ERROR", fault: "No valid host was found. There are not enough hosts available.", probe: &fakeProbe{},
+			err: "server osd-test-x went to ERROR: No valid host was found. There are not enough hosts available."},
+		{name: "binding failed, no lease", status: "ACTIVE", vifType: "binding_failed", probe: &fakeProbe{answerAfter: -1},
+			console: "osd-guest: init started\nosd-guest: eth0 no DHCP lease yet (leasefail)\n",
+			err:     "does not answer ping on 172.24.4.150", diagnosis: "port binding failed (binding:vif_type=binding_failed on host vm)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCloud{status: tc.status, fault: tc.fault, vifType: tc.vifType, console: tc.console}
+			f.srv = httptest.NewServer(http.HandlerFunc(f.handler))
+			defer f.srv.Close()
+			ctx := context.Background()
+			c, err := Authenticate(ctx, Credentials{AuthURL: f.srv.URL + "/v3", Username: "admin", Password: "x", ProjectName: "admin"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := Launcher{Client: c, Probe: tc.probe, PingTimeout: time.Second, Poll: 10 * time.Millisecond}
+			var events []string
+			res, err := l.Launch(ctx, LaunchRequest{Name: "osd-test-x"}, func(s string) { events = append(events, s) })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Launch(%s) error = %v, want %q", tc.name, err, tc.err)
+				}
+			} else if err != nil {
+				t.Fatalf("Launch(%s) = %v; events %q", tc.name, err, events)
+			}
+			if f.created["flavorRef"] != "f1" || f.created["imageRef"] != "i1" || f.created["name"] != "osd-test-x" {
+				t.Errorf("Launch(%s) created %v, want flavor f1, image i1, name osd-test-x", tc.name, f.created)
+			}
+			if res.Reachable != tc.reachable {
+				t.Errorf("Launch(%s).Reachable = %v, want %v", tc.name, res.Reachable, tc.reachable)
+			}
+			if tc.reachable && (res.FixedIP != "10.20.0.7" || res.FloatingIP != "172.24.4.150" || res.ConsoleURL == "" || f.floatingIP["port_id"] != "port1" || f.floatingIP["floating_network_id"] != "n-ext") {
+				t.Errorf("Launch(%s) = %+v (floating IP request %v), want 10.20.0.7, 172.24.4.150 from n-ext on port1, a console URL", tc.name, res, f.floatingIP)
+			}
+			if tc.diagnosis != "" {
+				d := strings.Join(res.Diagnosis, "; ")
+				if !strings.Contains(d, tc.diagnosis) || !strings.Contains(d, "no DHCP lease") {
+					t.Errorf("Launch(%s).Diagnosis = %q, want %q and the missing lease", tc.name, d, tc.diagnosis)
+				}
+			}
+		})
+	}
+}
