@@ -1,0 +1,585 @@
+package charts
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// heatHorizonFS is FS when it embeds the heat and horizon charts, else the charts
+// directory on disk (same layout: each chart and osd-lib at the top level).
+func heatHorizonFS(t *testing.T) fs.FS {
+	t.Helper()
+	if _, err := fs.Stat(FS, "heat/Chart.yaml"); err == nil {
+		if _, err := fs.Stat(FS, "horizon/Chart.yaml"); err == nil {
+			return FS
+		}
+	}
+	t.Log("charts.FS does not embed heat and horizon yet: rendering them from the directory")
+	return os.DirFS(".")
+}
+
+// hhObjects holds a multi-workload chart's objects decoded into the Kubernetes types.
+type hhObjects struct {
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	secrets     map[string]*corev1.Secret
+	jobs        []*batchv1.Job
+}
+
+// hhRender renders chart as the controller does and decodes every object strictly.
+// It returns the objects, the manifests and the rendered values.
+func hhRender(t *testing.T, chart string, spec deploy.DeploymentSpec) (hhObjects, string, map[string]any) {
+	t.Helper()
+	svc, ok := deploy.DefaultCatalog().Service(chart)
+	if !ok {
+		t.Fatalf("catalog has no %s", chart)
+	}
+	fsys := heatHorizonFS(t)
+	objs, out := render(t, fsys, chart, svc, spec)
+	ch, _, err := helmclient.LoadChart(fsys, chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := deploy.Render(spec, svc, ch.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := hhObjects{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, secrets: map[string]*corev1.Secret{}}
+	for _, o := range objs {
+		doc, err := json.Marshal(o.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := strictDecoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
+		}
+		switch v := obj.(type) {
+		case *appsv1.Deployment:
+			co.deployments[v.Name] = v
+		case *corev1.Service:
+			co.services[v.Name] = v
+		case *corev1.Secret:
+			co.secrets[v.Name] = v
+		case *batchv1.Job:
+			co.jobs = append(co.jobs, v)
+		default:
+			t.Fatalf("%s renders an unexpected %T %s", chart, obj, o.Metadata.Name)
+		}
+	}
+	return co, out, vals
+}
+
+// hhRenderError renders chart with spec and returns Helm's error (nil when it renders).
+func hhRenderError(t *testing.T, chart string, spec deploy.DeploymentSpec) error {
+	t.Helper()
+	svc, _ := deploy.DefaultCatalog().Service(chart)
+	ch, _, err := helmclient.LoadChart(heatHorizonFS(t), chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := deploy.Render(spec, svc, ch.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = helmclient.Template(context.Background(), ch, svc.Namespace, svc.Name, deploy.HelmValues(vals, ch.Values))
+	return err
+}
+
+func hhOverrides(chart string, o map[string]any) deploy.DeploymentSpec {
+	return deploy.DeploymentSpec{Images: testImages, Services: map[string]deploy.ServiceSpec{chart: {Overrides: o}}}
+}
+
+// hhContainers lists a pod's init containers then its containers.
+func hhContainers(pod corev1.PodSpec) []corev1.Container {
+	return append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
+}
+
+func hhNames(cs []corev1.Container) []string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func hhEnv(t *testing.T, c *corev1.Container, name string) string {
+	t.Helper()
+	e := envByName(c, name)
+	if e == nil {
+		t.Errorf("%s has no env %s", c.Name, name)
+		return ""
+	}
+	return e.Value
+}
+
+func hhSecretRef(c *corev1.Container, name string) string {
+	e := envByName(c, name)
+	if e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+		return ""
+	}
+	return e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+}
+
+// hhScript returns the script of a /bin/sh -ec step and checks its syntax with sh -n.
+func hhScript(t *testing.T, c *corev1.Container) string {
+	t.Helper()
+	if len(c.Command) != 3 || c.Command[0] != "/bin/sh" || c.Command[1] != "-ec" {
+		t.Fatalf("%s command = %v, want /bin/sh -ec SCRIPT", c.Name, c.Command)
+	}
+	if sh, err := exec.LookPath("sh"); err == nil {
+		if b, err := exec.Command(sh, "-n", "-c", c.Command[2]).CombinedOutput(); err != nil {
+			t.Errorf("sh -n %s script: %v\n%s", c.Name, err, b)
+		}
+	}
+	return c.Command[2]
+}
+
+// hhParseINI reads an INI file with Python's configparser (strict: duplicate sections or
+// keys fail) and returns section -> key -> value, DEFAULT included.
+func hhParseINI(t *testing.T, data string) map[string]map[string]string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	const script = `import configparser, json, sys
+c = configparser.RawConfigParser(strict=True, interpolation=None)
+c.optionxform = str
+c.read_string(sys.stdin.read())
+out = {"DEFAULT": dict(c.defaults())}
+for s in c.sections():
+    out[s] = {k: v for k, v in c._sections[s].items()}
+print(json.dumps(out))`
+	cmd := exec.Command(py, "-c", script)
+	cmd.Stdin = strings.NewReader(data)
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("configparser(%q): %v", data, err)
+	}
+	var out map[string]map[string]string
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// hhPythonSettings executes a local_settings.py with python3 (after ast.parse) and returns its
+// upper-case names as JSON values.
+func hhPythonSettings(t *testing.T, data string) map[string]any {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	const script = `import ast, json, sys
+src = sys.stdin.read()
+ast.parse(src)
+ns = {}
+exec(compile(src, "local_settings.py", "exec"), ns)
+print(json.dumps({k: v for k, v in ns.items() if k.isupper()}))`
+	cmd := exec.Command(py, "-c", script)
+	cmd.Stdin = strings.NewReader(data)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3 local_settings.py: %v\n%s\n%s", err, stderr.String(), data)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func hhMount(c *corev1.Container, path string) *corev1.VolumeMount {
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].MountPath == path {
+			return &c.VolumeMounts[i]
+		}
+	}
+	return nil
+}
+
+func hhVolume(pod corev1.PodSpec, name string) *corev1.Volume {
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == name {
+			return &pod.Volumes[i]
+		}
+	}
+	return nil
+}
+
+func hhCheckUser(t *testing.T, what string, pod corev1.PodSpec, uid int64) {
+	t.Helper()
+	sc := pod.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != uid || sc.RunAsGroup == nil || *sc.RunAsGroup != uid ||
+		sc.FSGroup == nil || *sc.FSGroup != uid || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Errorf("%s securityContext = %+v, want non-root uid/gid/fsGroup %d", what, sc, uid)
+	}
+	for _, c := range hhContainers(pod) {
+		if c.Image != testImages["openstack"] || c.ImagePullPolicy != corev1.PullNever {
+			t.Errorf("%s %s image %s pull %s, want %s Never", what, c.Name, c.Image, c.ImagePullPolicy, testImages["openstack"])
+		}
+		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			t.Errorf("%s %s overrides the pod user", what, c.Name)
+		}
+	}
+}
+
+func hhCheckNodePort(t *testing.T, s *corev1.Service, port, nodePort int32, selector map[string]string) {
+	t.Helper()
+	if s == nil {
+		t.Fatalf("Service missing, want port %d nodePort %d", port, nodePort)
+	}
+	if s.Spec.Type != corev1.ServiceTypeNodePort || len(s.Spec.Ports) != 1 {
+		t.Fatalf("Service %s type %s ports %v, want one NodePort", s.Name, s.Spec.Type, s.Spec.Ports)
+	}
+	p := s.Spec.Ports[0]
+	if p.Port != port || p.TargetPort.IntValue() != int(port) || p.NodePort != nodePort {
+		t.Errorf("Service %s port = %d -> %s nodePort %d, want %d -> %d nodePort %d", s.Name, p.Port, p.TargetPort.String(), p.NodePort, port, port, nodePort)
+	}
+	if !reflect.DeepEqual(s.Spec.Selector, selector) {
+		t.Errorf("Service %s selector = %v, want the Deployment's %v", s.Name, s.Spec.Selector, selector)
+	}
+}
+
+func hhCheckProbes(t *testing.T, c *corev1.Container, path string, port int) {
+	t.Helper()
+	for name, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port.IntValue() != port {
+			t.Errorf("%s %s probe = %+v, want GET %s on %d", c.Name, name, p, path, port)
+		}
+	}
+}
+
+// hhGenerated is every Secret/key deploy.DefaultSecrets makes.
+func hhGenerated() map[string]deploy.KeyFormat {
+	out := map[string]deploy.KeyFormat{}
+	for _, s := range deploy.DefaultSecrets() {
+		for k, f := range s.Keys {
+			out[s.Name+"/"+k] = f
+		}
+	}
+	return out
+}
+
+// hhCheckSecretRefs checks that every Secret reference of pod names a generated Secret and
+// key, and that no PASSWORD/SECRET/KEY variable is a literal.
+func hhCheckSecretRefs(t *testing.T, what string, pod corev1.PodSpec) {
+	t.Helper()
+	generated := hhGenerated()
+	for _, c := range hhContainers(pod) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				ref := e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+				if _, ok := generated[ref]; !ok {
+					t.Errorf("%s %s env %s refers to %s, which deploy.DefaultSecrets() does not make", what, c.Name, e.Name, ref)
+				}
+			} else if strings.Contains(e.Name, "PASSWORD") || strings.HasSuffix(e.Name, "_KEY") || strings.Contains(e.Name, "SECRET") {
+				t.Errorf("%s %s env %s is a literal", what, c.Name, e.Name)
+			}
+		}
+	}
+}
+
+// hhConfigRender runs the pod's config-render step over the config Secret's files and
+// checks that no placeholder is left; it returns the rendered files and the values used.
+func hhConfigRender(t *testing.T, what string, pod corev1.PodSpec, files map[string]string) (map[string]string, map[string]string) {
+	t.Helper()
+	if _, err := exec.LookPath("sed"); err != nil {
+		t.Skip("sed is not installed")
+	}
+	render := containerByName(pod.InitContainers, "config-render")
+	if render == nil {
+		t.Fatalf("%s has no config-render step", what)
+	}
+	dir, values := runConfigRender(t, render, files)
+	out := map[string]string{}
+	for name, data := range files {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := placeholderRE.ReplaceAllStringFunc(data, func(p string) string {
+			v, ok := values[placeholderRE.FindStringSubmatch(p)[1]]
+			if !ok {
+				t.Errorf("%s %s: placeholder %s has no config-render env", what, name, p)
+			}
+			return v
+		})
+		if string(got) != want || strings.Contains(string(got), "@@") {
+			t.Errorf("%s config-render %s =\n%s\nwant\n%s", what, name, got, want)
+		}
+		out[name] = string(got)
+	}
+	return out, values
+}
+
+// heatDeployments are the heat chart's workloads: name -> command, port (0: no HTTP API),
+// NodePort and selector component.
+var heatDeployments = []struct {
+	name      string
+	program   string
+	port      int32
+	nodePort  int32
+	component string
+}{
+	{name: "heat-api", program: "heat-api", port: 8004, nodePort: 30004, component: "api"},
+	{name: "heat-api-cfn", program: "heat-api-cfn", port: 8000, nodePort: 30000, component: "api-cfn"},
+	{name: "heat-engine", program: "heat-engine", component: "engine"},
+}
+
+var heatSteps = []string{"config-render", "db-create", "db-sync", "keystone-register", "keystone-register-cfn", "stack-domain"}
+
+// effectiveHeatConf is conf.heat as the chart renders it (the metadata and wait-condition
+// URLs follow endpoints.cfn.public unless conf sets them).
+func effectiveHeatConf(t *testing.T, vals map[string]any) map[string]map[string]any {
+	t.Helper()
+	conf := sections(t, deploy.Merge(vals["conf"].(map[string]any))["heat"])
+	cfn := strings.TrimSuffix(vals["endpoints"].(map[string]any)["cfn"].(map[string]any)["public"].(string), "/")
+	if conf["DEFAULT"]["heat_metadata_server_url"] == nil {
+		conf["DEFAULT"]["heat_metadata_server_url"] = cfn
+	}
+	if conf["DEFAULT"]["heat_waitcondition_server_url"] == nil {
+		conf["DEFAULT"]["heat_waitcondition_server_url"] = cfn + "/v1/waitcondition"
+	}
+	return conf
+}
+
+func TestHeatChart(t *testing.T) {
+	objs, _, vals := hhRender(t, "heat", deploy.DeploymentSpec{Images: testImages})
+	if len(objs.deployments) != 3 || len(objs.services) != 2 || len(objs.jobs) != 1 || len(objs.secrets) != 1 || objs.secrets["heat-config"] == nil {
+		t.Fatalf("heat renders %d Deployments, %d Services, %d Jobs, Secrets %v; want 3, 2, 1 and heat-config", len(objs.deployments), len(objs.services), len(objs.jobs), objs.secrets)
+	}
+	job := objs.jobs[0]
+	conf := objs.secrets["heat-config"].StringData
+
+	t.Run("heat.conf", func(t *testing.T) {
+		if len(conf) != 1 {
+			t.Fatalf("heat-config files = %v, want heat.conf only", conf)
+		}
+		want, err := deploy.RenderINI(effectiveHeatConf(t, vals))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conf["heat.conf"] != want {
+			t.Errorf("heat.conf =\n%s\nwant (deploy.RenderINI)\n%s", conf["heat.conf"], want)
+		}
+		ini := hhParseINI(t, conf["heat.conf"])
+		for _, kv := range []struct{ section, key, want string }{
+			{"DEFAULT", "transport_url", "rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/"},
+			{"DEFAULT", "num_engine_workers", "1"},
+			{"DEFAULT", "stack_user_domain_name", "heat"},
+			{"DEFAULT", "stack_domain_admin", "heat_domain_admin"},
+			{"DEFAULT", "stack_domain_admin_password", "@@HEAT_DOMAIN_PASSWORD@@"},
+			{"DEFAULT", "auth_encryption_key", "@@HEAT_AUTH_ENCRYPTION_KEY@@"},
+			{"DEFAULT", "heat_metadata_server_url", "http://127.0.0.1:30000"},
+			{"DEFAULT", "heat_waitcondition_server_url", "http://127.0.0.1:30000/v1/waitcondition"},
+			{"heat_api", "bind_port", "8004"},
+			{"heat_api", "workers", "1"},
+			{"heat_api_cfn", "bind_port", "8000"},
+			{"heat_api_cfn", "workers", "1"},
+			{"database", "connection", "mysql+pymysql://heat:@@HEAT_DB_PASSWORD@@@mariadb.openstack.svc/heat"},
+			{"keystone_authtoken", "auth_url", "http://keystone-api.openstack.svc:5000/v3"},
+			{"keystone_authtoken", "www_authenticate_uri", "http://127.0.0.1:30500/v3"},
+			{"keystone_authtoken", "username", "heat"},
+			{"keystone_authtoken", "password", "@@HEAT_KEYSTONE_PASSWORD@@"},
+			{"keystone_authtoken", "memcached_servers", "memcached:11211"},
+			{"trustee", "auth_type", "password"},
+			{"trustee", "auth_url", "http://keystone-api.openstack.svc:5000/v3"},
+			{"trustee", "username", "heat"},
+			{"trustee", "password", "@@HEAT_KEYSTONE_PASSWORD@@"},
+			{"trustee", "user_domain_name", "Default"},
+			{"clients_keystone", "auth_uri", "http://keystone-api.openstack.svc:5000"},
+			{"clients", "endpoint_type", "internalURL"},
+			{"paste_deploy", "api_paste_config", "/etc/heat/api-paste.ini"},
+		} {
+			if got, ok := ini[kv.section][kv.key]; !ok || got != kv.want {
+				t.Errorf("heat.conf [%s] %s = %q (present %v), want %q", kv.section, kv.key, got, ok, kv.want)
+			}
+		}
+		// The stack domain the init Job creates is the one heat.conf names.
+		sd := vals["stackDomain"].(map[string]any)
+		if ini["DEFAULT"]["stack_user_domain_name"] != sd["name"] || ini["DEFAULT"]["stack_domain_admin"] != sd["admin"] {
+			t.Errorf("heat.conf stack domain %s/%s, values.stackDomain %v: want the same", ini["DEFAULT"]["stack_user_domain_name"], ini["DEFAULT"]["stack_domain_admin"], sd)
+		}
+	})
+
+	t.Run("deployments", func(t *testing.T) {
+		for _, d := range heatDeployments {
+			dep := objs.deployments[d.name]
+			if dep == nil {
+				t.Errorf("no Deployment %s", d.name)
+				continue
+			}
+			pod := dep.Spec.Template.Spec
+			hhCheckUser(t, d.name, pod, 904)
+			if *dep.Spec.Replicas != 1 || dep.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != d.component {
+				t.Errorf("%s replicas %d selector %v, want 1 and component %s", d.name, *dep.Spec.Replicas, dep.Spec.Selector.MatchLabels, d.component)
+			}
+			if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render"}) {
+				t.Errorf("%s init containers = %v, want [config-render]", d.name, names)
+			}
+			c := containerByName(pod.Containers, d.name)
+			if c == nil || len(pod.Containers) != 1 {
+				t.Fatalf("%s containers = %v, want only %s", d.name, hhNames(pod.Containers), d.name)
+			}
+			if want := []string{d.program, "--config-file", "/etc/heat/heat.conf"}; !reflect.DeepEqual(c.Command, want) {
+				t.Errorf("%s command = %v, want %v", d.name, c.Command, want)
+			}
+			if m := hhMount(c, "/etc/heat/heat.conf"); m == nil || m.Name != "config" || m.SubPath != "heat.conf" || !m.ReadOnly {
+				t.Errorf("%s mounts %v, want the rendered heat.conf at /etc/heat/heat.conf", d.name, c.VolumeMounts)
+			}
+			if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Memory().IsZero() {
+				t.Errorf("%s resources = %v, want memory requests and limits", d.name, c.Resources)
+			}
+			if dep.Spec.Template.Annotations["checksum/config"] != job.Spec.Template.Annotations["checksum/config"] || dep.Spec.Template.Annotations["checksum/config"] == "" {
+				t.Errorf("%s config checksum %q differs from the Job's", d.name, dep.Spec.Template.Annotations["checksum/config"])
+			}
+			if d.port == 0 {
+				if len(c.Ports) != 0 || c.LivenessProbe != nil || c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil || c.StartupProbe == nil {
+					t.Errorf("%s ports %v probes %+v %+v %+v, want no port, exec startup/readiness, no liveness", d.name, c.Ports, c.StartupProbe, c.ReadinessProbe, c.LivenessProbe)
+				}
+				continue
+			}
+			if len(c.Ports) != 1 || c.Ports[0].ContainerPort != d.port {
+				t.Errorf("%s ports = %v, want %d", d.name, c.Ports, d.port)
+			}
+			hhCheckProbes(t, c, "/", int(d.port))
+			hhCheckNodePort(t, objs.services[d.name], d.port, d.nodePort, dep.Spec.Selector.MatchLabels)
+		}
+	})
+
+	t.Run("job", func(t *testing.T) {
+		pod := job.Spec.Template.Spec
+		if !strings.HasPrefix(job.Name, "heat-init-") || pod.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("Job %s restartPolicy %s, want heat-init-<hash>, Never", job.Name, pod.RestartPolicy)
+		}
+		hhCheckUser(t, "heat-init", pod, 904)
+		all := hhContainers(pod)
+		if names := hhNames(all); !reflect.DeepEqual(names, heatSteps) || len(pod.Containers) != 1 {
+			t.Fatalf("heat-init steps = %v (last is the main container), want %v", names, heatSteps)
+		}
+		for _, c := range all {
+			if c.Command[0] == "/bin/sh" {
+				hhScript(t, &c)
+			}
+		}
+		db := containerByName(all, "db-create")
+		if hhEnv(t, db, "DB_NAME") != "heat" || hhEnv(t, db, "DB_USER") != "heat" || hhSecretRef(db, "DB_PASSWORD") != "heat-db/password" {
+			t.Errorf("db-create env = %v, want database and user heat with heat-db's password", db.Env)
+		}
+		sync := containerByName(all, "db-sync")
+		if want := []string{"heat-manage", "--config-file", "/etc/heat/heat.conf", "db_sync"}; !reflect.DeepEqual(sync.Command, want) {
+			t.Errorf("db-sync command = %v, want %v", sync.Command, want)
+		}
+		if m := hhMount(sync, "/etc/heat/heat.conf"); m == nil || m.SubPath != "heat.conf" {
+			t.Errorf("db-sync mounts %v, want heat.conf at /etc/heat/heat.conf", sync.VolumeMounts)
+		}
+		for _, tt := range []struct {
+			step, user, password, name, typ string
+			endpoints                       map[string]string
+		}{
+			{step: "keystone-register", user: "heat", password: "heat-keystone/password", name: "heat", typ: "orchestration", endpoints: map[string]string{
+				"PUBLIC": "http://127.0.0.1:30004/v1/%(tenant_id)s", "INTERNAL": "http://heat-api.openstack.svc:8004/v1/%(tenant_id)s", "ADMIN": "http://heat-api.openstack.svc:8004/v1/%(tenant_id)s"}},
+			{step: "keystone-register-cfn", name: "heat-cfn", typ: "cloudformation", endpoints: map[string]string{
+				"PUBLIC": "http://127.0.0.1:30000/v1", "INTERNAL": "http://heat-api-cfn.openstack.svc:8000/v1", "ADMIN": "http://heat-api-cfn.openstack.svc:8000/v1"}},
+		} {
+			c := containerByName(all, tt.step)
+			if hhEnv(t, c, "SVC_USER") != tt.user || hhSecretRef(c, "SVC_PASSWORD") != tt.password || hhEnv(t, c, "SVC_NAME") != tt.name || hhEnv(t, c, "SVC_TYPE") != tt.typ {
+				t.Errorf("%s env = %v, want user %q (password %q), service %s type %s", tt.step, c.Env, tt.user, tt.password, tt.name, tt.typ)
+			}
+			for iface, url := range tt.endpoints {
+				if got := hhEnv(t, c, "ENDPOINT_"+iface); got != url {
+					t.Errorf("%s ENDPOINT_%s = %q, want %q", tt.step, iface, got, url)
+				}
+			}
+			if hhEnv(t, c, "OS_AUTH_URL") != "http://keystone-api.openstack.svc:5000/v3" || hhSecretRef(c, "OS_PASSWORD") != "keystone-admin/password" {
+				t.Errorf("%s talks to %s as %s, want keystone-api.openstack.svc with keystone-admin", tt.step, hhEnv(t, c, "OS_AUTH_URL"), hhSecretRef(c, "OS_PASSWORD"))
+			}
+		}
+		sd := containerByName(all, "stack-domain")
+		if hhEnv(t, sd, "STACK_DOMAIN") != "heat" || hhEnv(t, sd, "DOMAIN_ADMIN") != "heat_domain_admin" || hhSecretRef(sd, "DOMAIN_ADMIN_PASSWORD") != "heat-domain/password" ||
+			hhEnv(t, sd, "OWNER_ROLE") != "heat_stack_owner" || hhEnv(t, sd, "USER_ROLE") != "heat_stack_user" {
+			t.Errorf("stack-domain env = %v, want domain heat, heat_domain_admin with heat-domain's password, roles heat_stack_owner and heat_stack_user", sd.Env)
+		}
+		script := hhScript(t, sd)
+		for _, want := range []string{
+			`openstack domain show "$STACK_DOMAIN" >/dev/null 2>&1 || openstack domain create`,
+			`openstack role add --domain "$STACK_DOMAIN" --user "$DOMAIN_ADMIN" --user-domain "$STACK_DOMAIN" admin`,
+			`openstack role show "$role" >/dev/null 2>&1 || openstack role create "$role"`,
+			`openstack role add --project admin --project-domain Default --user admin --user-domain Default "$OWNER_ROLE"`,
+		} {
+			if !strings.Contains(script, want) {
+				t.Errorf("stack-domain script lacks %q", want)
+			}
+		}
+	})
+}
+
+// TestHeatOverrides checks what the daemon sets per host (public endpoints with the node
+// address: Keystone endpoints and heat.conf's instance-facing URLs follow), an explicit
+// conf override, ClusterIP Services, a new Job for a new config and the HA replicas.
+func TestHeatOverrides(t *testing.T) {
+	base, _, _ := hhRender(t, "heat", deploy.DeploymentSpec{Images: testImages})
+	objs, _, _ := hhRender(t, "heat", hhOverrides("heat", map[string]any{
+		"endpoints": map[string]any{"heat": map[string]any{"public": "http://192.0.2.10:30004"}, "cfn": map[string]any{"public": "http://192.0.2.10:30000/"}},
+		"service":   map[string]any{"type": "ClusterIP"},
+	}))
+	all := hhContainers(objs.jobs[0].Spec.Template.Spec)
+	if got := hhEnv(t, containerByName(all, "keystone-register"), "ENDPOINT_PUBLIC"); got != "http://192.0.2.10:30004/v1/%(tenant_id)s" {
+		t.Errorf("heat public endpoint = %q, want http://192.0.2.10:30004/v1/%%(tenant_id)s", got)
+	}
+	ini := hhParseINI(t, objs.secrets["heat-config"].StringData["heat.conf"])
+	if got := ini["DEFAULT"]["heat_metadata_server_url"]; got != "http://192.0.2.10:30000" {
+		t.Errorf("heat_metadata_server_url = %q, want http://192.0.2.10:30000", got)
+	}
+	if got := ini["DEFAULT"]["heat_waitcondition_server_url"]; got != "http://192.0.2.10:30000/v1/waitcondition" {
+		t.Errorf("heat_waitcondition_server_url = %q, want http://192.0.2.10:30000/v1/waitcondition", got)
+	}
+	for name, s := range objs.services {
+		if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.Ports[0].NodePort != 0 {
+			t.Errorf("Service %s with service.type ClusterIP = %s nodePort %d", name, s.Spec.Type, s.Spec.Ports[0].NodePort)
+		}
+	}
+	if objs.jobs[0].Name == base.jobs[0].Name {
+		t.Errorf("new endpoints kept Job %s, want a new Job", objs.jobs[0].Name)
+	}
+
+	explicit, _, _ := hhRender(t, "heat", hhOverrides("heat", map[string]any{"conf": map[string]any{"heat": map[string]any{"DEFAULT": map[string]any{
+		"heat_metadata_server_url": "http://203.0.113.5:8000", "debug": true}}}}))
+	ini = hhParseINI(t, explicit.secrets["heat-config"].StringData["heat.conf"])
+	if ini["DEFAULT"]["heat_metadata_server_url"] != "http://203.0.113.5:8000" || ini["DEFAULT"]["debug"] != "true" {
+		t.Errorf("conf override: heat_metadata_server_url %q debug %q, want http://203.0.113.5:8000 and true", ini["DEFAULT"]["heat_metadata_server_url"], ini["DEFAULT"]["debug"])
+	}
+	for name, d := range explicit.deployments {
+		if d.Spec.Template.Annotations["checksum/config"] == base.deployments[name].Spec.Template.Annotations["checksum/config"] {
+			t.Errorf("%s kept its config checksum after a config change", name)
+		}
+	}
+	again, _, _ := hhRender(t, "heat", deploy.DeploymentSpec{Images: testImages})
+	if again.jobs[0].Name != base.jobs[0].Name {
+		t.Errorf("same values gave Jobs %s and %s, want one name", base.jobs[0].Name, again.jobs[0].Name)
+	}
+	ha, _, _ := hhRender(t, "heat", deploy.DeploymentSpec{Images: testImages, Profile: deploy.ProfileHA})
+	for name, d := range ha.deployments {
+		if *d.Spec.Replicas != 3 {
+			t.Errorf("HA profile %s replicas = %d, want 3", name, *d.Spec.Replicas)
+		}
+	}
+}
