@@ -3,11 +3,13 @@ package charts
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -581,5 +583,279 @@ func TestHeatOverrides(t *testing.T) {
 		if *d.Spec.Replicas != 3 {
 			t.Errorf("HA profile %s replicas = %d, want 3", name, *d.Spec.Replicas)
 		}
+	}
+}
+
+// horizonFile reads one rendered file of the horizon-config Secret.
+func horizonFile(t *testing.T, objs hhObjects, name string) string {
+	t.Helper()
+	s := objs.secrets["horizon-config"]
+	if s == nil {
+		t.Fatalf("horizon renders no horizon-config Secret: %v", objs.secrets)
+	}
+	data, ok := s.StringData[name]
+	if !ok {
+		t.Fatalf("horizon-config has no %s: %v", name, s.StringData)
+	}
+	return data
+}
+
+// jsonRoundTrip gives a value the shape encoding/json decodes it to (numbers float64).
+func jsonRoundTrip(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestHorizonChart(t *testing.T) {
+	objs, _, vals := hhRender(t, "horizon", deploy.DeploymentSpec{Images: testImages})
+	if len(objs.deployments) != 1 || len(objs.services) != 1 || len(objs.jobs) != 0 || len(objs.secrets) != 1 {
+		t.Fatalf("horizon renders %d Deployments, %d Services, %d Jobs, %d Secrets; want 1, 1, 0, 1", len(objs.deployments), len(objs.services), len(objs.jobs), len(objs.secrets))
+	}
+	dep := objs.deployments["horizon"]
+	if dep == nil {
+		t.Fatalf("no Deployment horizon: %v", objs.deployments)
+	}
+	pod := dep.Spec.Template.Spec
+
+	t.Run("local_settings.py", func(t *testing.T) {
+		got := hhPythonSettings(t, horizonFile(t, objs, "local_settings.py"))
+		want := jsonRoundTrip(t, vals["settings"]).(map[string]any)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("local_settings.py evaluates to\n%v\nwant values.settings\n%v", got, want)
+		}
+		for key, v := range map[string]any{
+			"OPENSTACK_KEYSTONE_URL":            "http://keystone-api.openstack.svc:5000/v3",
+			"OPENSTACK_ENDPOINT_TYPE":           "internalURL",
+			"ALLOWED_HOSTS":                     []any{"*"},
+			"SECRET_KEY":                        "@@HORIZON_SECRET_KEY@@",
+			"SESSION_ENGINE":                    "django.contrib.sessions.backends.cache",
+			"OPENSTACK_KEYSTONE_DEFAULT_DOMAIN": "Default",
+			"TIME_ZONE":                         "UTC",
+			"WEBROOT":                           "/horizon/",
+			"COMPRESS_OFFLINE":                  true,
+			"STATIC_ROOT":                       "/var/lib/openstack-dashboard/static/",
+			"DEBUG":                             false,
+			"CACHES":                            map[string]any{"default": map[string]any{"BACKEND": "django.core.cache.backends.memcached.PyMemcacheCache", "LOCATION": "memcached.openstack.svc:11211"}},
+		} {
+			if !reflect.DeepEqual(got[key], v) {
+				t.Errorf("local_settings.py %s = %#v, want %#v", key, got[key], v)
+			}
+		}
+	})
+
+	t.Run("apache", func(t *testing.T) {
+		site := horizonFile(t, objs, "openstack-dashboard.conf")
+		for _, want := range []string{
+			"WSGIDaemonProcess horizon processes=1 threads=8 ",
+			"WSGIProcessGroup horizon\n",
+			"WSGIScriptAlias /horizon /usr/share/openstack-dashboard/wsgi.py\n",
+			"WSGIImportScript /usr/share/openstack-dashboard/wsgi.py process-group=horizon application-group=%{GLOBAL}\n",
+			"Alias /horizon/static /var/lib/openstack-dashboard/static\n",
+			"RedirectMatch ^/$ /horizon/\n",
+			"WSGISocketPrefix /run/apache2/wsgi\n",
+			"ErrorLog /dev/stderr\n",
+		} {
+			if !strings.Contains(site, want) {
+				t.Errorf("apache site lacks %q:\n%s", want, site)
+			}
+		}
+		if ports := horizonFile(t, objs, "ports.conf"); !strings.HasSuffix(ports, "\nListen 8080\n") || strings.Count(ports, "Listen") != 1 {
+			t.Errorf("ports.conf = %q, want only Listen 8080", ports)
+		}
+	})
+
+	t.Run("deployment", func(t *testing.T) {
+		hhCheckUser(t, "horizon", pod, 905)
+		if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render"}) {
+			t.Errorf("init containers = %v, want [config-render]", names)
+		}
+		c := containerByName(pod.Containers, "horizon")
+		if c == nil || len(pod.Containers) != 1 {
+			t.Fatalf("containers = %v, want only horizon", hhNames(pod.Containers))
+		}
+		script := hhScript(t, c)
+		if !strings.Contains(script, ". /etc/apache2/envvars\n") || !strings.HasSuffix(strings.TrimSpace(script), "exec /usr/sbin/apache2 -DFOREGROUND") {
+			t.Errorf("horizon script = %q, want Debian's envvars then exec apache2 -DFOREGROUND", script)
+		}
+		if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 {
+			t.Errorf("horizon ports = %v, want 8080", c.Ports)
+		}
+		hhCheckProbes(t, c, "/horizon/auth/login/", 8080)
+		if c.StartupProbe.TimeoutSeconds < 10 {
+			t.Errorf("startup probe timeout = %d s, want at least 10 (Django loads in about 5 s)", c.StartupProbe.TimeoutSeconds)
+		}
+		for path, file := range map[string]string{
+			"/etc/openstack-dashboard/local_settings.py":         "local_settings.py",
+			"/etc/apache2/sites-enabled/openstack-dashboard.conf": "openstack-dashboard.conf",
+			"/etc/apache2/ports.conf":                             "ports.conf",
+		} {
+			if m := hhMount(c, path); m == nil || m.Name != "config" || m.SubPath != file || !m.ReadOnly {
+				t.Errorf("horizon mount at %s = %+v, want config %s read-only", path, m, file)
+			}
+		}
+		for path, volume := range map[string]string{
+			"/etc/openstack-dashboard/local_settings.d": "local-settings-d",
+			"/etc/apache2/sites-enabled":                "sites-enabled",
+			"/run/apache2":                              "apache-run",
+		} {
+			m := hhMount(c, path)
+			if m == nil || m.Name != volume || m.SubPath != "" {
+				t.Errorf("horizon mount at %s = %+v, want volume %s", path, m, volume)
+				continue
+			}
+			if v := hhVolume(pod, volume); v == nil || v.EmptyDir == nil {
+				t.Errorf("volume %s = %+v, want an emptyDir", volume, v)
+			}
+		}
+		if m := hhMount(c, "/etc/apache2/sites-enabled"); m != nil && m.ReadOnly {
+			t.Errorf("sites-enabled is read-only: the runtime cannot make the site file's mount point")
+		}
+		if c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("horizon has no memory limit")
+		}
+		if dep.Spec.Template.Annotations["checksum/config"] == "" {
+			t.Errorf("horizon pod has no checksum/config annotation")
+		}
+		hhCheckNodePort(t, objs.services["horizon"], 8080, 30080, dep.Spec.Selector.MatchLabels)
+	})
+}
+
+// TestHorizonPythonLiterals renders awkward values into local_settings.py and checks that
+// Python reads back exactly the values.
+func TestHorizonPythonLiterals(t *testing.T) {
+	tests := []struct {
+		name  string
+		value any
+	}{
+		{name: "quotes", value: `it's "quoted" '''x''' """y"""`},
+		{name: "backslashes", value: `C:\new\table \\ \u0041 \x41`},
+		{name: "control", value: "line1\nline2\ttab\r\x00\x1b"},
+		{name: "unicode", value: "héllo ☃ 𝄞 \u2028"},
+		{name: "html", value: "<script>&amp;</script>"},
+		{name: "percent and braces", value: "%(tenant_id)s {x} ${HOME} $(id) `id`"},
+		{name: "python keywords", value: "True False None __import__('os')"},
+		{name: "empty", value: ""},
+		{name: "bool", value: true},
+		{name: "integer", value: 42},
+		{name: "negative", value: -7},
+		{name: "float", value: 0.25},
+		{name: "big integer", value: 1e15},
+		{name: "list", value: []any{"a", 1, false, nil, []any{}, map[string]any{}}},
+		{name: "nested map", value: map[string]any{"a'b": map[string]any{"c\"d": []any{"e\\f", nil}}, "x": 1.5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, _, _ := hhRender(t, "horizon", hhOverrides("horizon", map[string]any{"settings": map[string]any{"OSD_TEST_VALUE": tt.value}}))
+			got := hhPythonSettings(t, horizonFile(t, objs, "local_settings.py"))
+			if want := jsonRoundTrip(t, tt.value); !reflect.DeepEqual(got["OSD_TEST_VALUE"], want) {
+				t.Errorf("OSD_TEST_VALUE = %#v, want %#v", got["OSD_TEST_VALUE"], want)
+			}
+		})
+	}
+}
+
+// TestHorizonOverrides checks values the daemon or an operator may set: another web root
+// (apache aliases and probes follow), another port, a removed setting, and refused names.
+func TestHorizonOverrides(t *testing.T) {
+	objs, _, _ := hhRender(t, "horizon", hhOverrides("horizon", map[string]any{
+		"port":     8081,
+		"service":  map[string]any{"nodePort": 30081},
+		"settings": map[string]any{"WEBROOT": "/dashboard/", "LOGGING": nil},
+	}))
+	c := containerByName(objs.deployments["horizon"].Spec.Template.Spec.Containers, "horizon")
+	hhCheckProbes(t, c, "/dashboard/auth/login/", 8081)
+	hhCheckNodePort(t, objs.services["horizon"], 8081, 30081, objs.deployments["horizon"].Spec.Selector.MatchLabels)
+	site := horizonFile(t, objs, "openstack-dashboard.conf")
+	for _, want := range []string{"WSGIScriptAlias /dashboard /usr/share/openstack-dashboard/wsgi.py\n", "Alias /dashboard/static ", "RedirectMatch ^/$ /dashboard/\n"} {
+		if !strings.Contains(site, want) {
+			t.Errorf("apache site with WEBROOT /dashboard/ lacks %q:\n%s", want, site)
+		}
+	}
+	if ports := horizonFile(t, objs, "ports.conf"); !strings.Contains(ports, "Listen 8081\n") {
+		t.Errorf("ports.conf = %q, want Listen 8081", ports)
+	}
+	settings := hhPythonSettings(t, horizonFile(t, objs, "local_settings.py"))
+	if _, ok := settings["LOGGING"]; ok || settings["WEBROOT"] != "/dashboard/" {
+		t.Errorf("settings LOGGING present %v WEBROOT %v, want LOGGING removed and /dashboard/", ok, settings["WEBROOT"])
+	}
+
+	root, _, _ := hhRender(t, "horizon", hhOverrides("horizon", map[string]any{"settings": map[string]any{"WEBROOT": "/"}}))
+	site = horizonFile(t, root, "openstack-dashboard.conf")
+	if !strings.Contains(site, "WSGIScriptAlias / /usr/share/openstack-dashboard/wsgi.py\n") || strings.Contains(site, "RedirectMatch") {
+		t.Errorf("apache site with WEBROOT / =\n%s\nwant the dashboard at / and no redirect", site)
+	}
+	hhCheckProbes(t, containerByName(root.deployments["horizon"].Spec.Template.Spec.Containers, "horizon"), "/auth/login/", 8080)
+
+	for _, key := range []string{"lower_case", "1ABC", "A-B", "A B"} {
+		if err := hhRenderError(t, "horizon", hhOverrides("horizon", map[string]any{"settings": map[string]any{key: "x"}})); err == nil || !strings.Contains(err.Error(), "upper-case Python name") {
+			t.Errorf("setting %q: render error = %v, want it refused as not an upper-case Python name", key, err)
+		}
+	}
+}
+
+// TestHeatHorizonSecrets checks that secrets reach the pods only by reference to Secrets
+// deploy.DefaultSecrets generates, that values carry placeholders only, and runs every
+// pod's config-render step for real: no placeholder is left, no value is in the manifests.
+func TestHeatHorizonSecrets(t *testing.T) {
+	generated := hhGenerated()
+	if f := generated["heat-domain/auth-encryption-key"]; f != deploy.FormatKey32 {
+		t.Errorf("heat-domain/auth-encryption-key format = %q, want %q (Heat needs exactly 32 characters)", f, deploy.FormatKey32)
+	}
+	for _, chart := range []string{"heat", "horizon"} {
+		t.Run(chart, func(t *testing.T) {
+			objs, out, vals := hhRender(t, chart, deploy.DeploymentSpec{Images: testImages})
+			pods := map[string]corev1.PodSpec{}
+			for name, d := range objs.deployments {
+				pods[name] = d.Spec.Template.Spec
+			}
+			for _, j := range objs.jobs {
+				pods[j.Name] = j.Spec.Template.Spec
+			}
+			secretish := regexp.MustCompile(`(?i)password|secret|_key$`)
+			urlPass := regexp.MustCompile(`://[^:/@]+:(.*)@[^@]+$`)
+			var walk func(path string, v any)
+			walk = func(path string, v any) {
+				switch v := v.(type) {
+				case map[string]any:
+					for k, e := range v {
+						walk(path+"."+k, e)
+					}
+				case []any:
+					for i, e := range v {
+						walk(fmt.Sprintf("%s[%d]", path, i), e)
+					}
+				case string:
+					key := path[strings.LastIndex(path, ".")+1:]
+					if secretish.MatchString(key) && !placeholderRE.MatchString(v) {
+						t.Errorf("values %s = %q, want a @@NAME@@ placeholder", path, v)
+					}
+					if m := urlPass.FindStringSubmatch(v); m != nil && !regexp.MustCompile(`^@@[A-Z0-9_]+@@$`).MatchString(m[1]) {
+						t.Errorf("values %s carries a URL password %q, want a placeholder", path, m[1])
+					}
+				}
+			}
+			walk("", vals)
+			files := objs.secrets[chart+"-config"].StringData
+			if len(objs.secrets) != 1 || len(files) == 0 {
+				t.Fatalf("secrets = %v, want only %s-config", objs.secrets, chart)
+			}
+			for name, pod := range pods {
+				hhCheckSecretRefs(t, name, pod)
+				_, values := hhConfigRender(t, name, pod, files)
+				for env, v := range values {
+					if strings.Contains(out, v) {
+						t.Errorf("manifests contain the value of %s", env)
+					}
+				}
+			}
+		})
 	}
 }

@@ -53,9 +53,11 @@ None
 {{- end -}}
 
 {{/*
-Debian's alias-only site (openstack-dashboard-apache), replaced: the same aliases, the
-dashboard in mod_wsgi daemon processes, / redirected to the web root, logs to the
-container's stdout and stderr.
+The only enabled apache site (the pod mounts an empty sites-enabled: the image enables
+default-ssl.conf without mod_ssl, which apache refuses, and 000-default's *:80 vhost).
+The aliases of Debian's openstack-dashboard-alias-only.conf, the dashboard in a mod_wsgi
+daemon process group, / redirected to the web root, logs to the container's stdout and
+stderr.
 */}}
 {{- define "horizon.apacheSite" -}}
 {{- $root := include "horizon.webroot" . -}}
@@ -96,5 +98,5 @@ Listen {{ .Values.port }}
 {{- end -}}
 
 {{- define "horizon.mounts" -}}
-{{- toJson (dict "local_settings.py" "/etc/openstack-dashboard/local_settings.py" "openstack-dashboard.conf" "/etc/apache2/sites-available/openstack-dashboard-alias-only.conf" "ports.conf" "/etc/apache2/ports.conf") -}}
+{{- toJson (dict "local_settings.py" "/etc/openstack-dashboard/local_settings.py" "openstack-dashboard.conf" "/etc/apache2/sites-enabled/openstack-dashboard.conf" "ports.conf" "/etc/apache2/ports.conf") -}}
 {{- end -}}
