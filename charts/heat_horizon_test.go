@@ -693,7 +693,7 @@ func TestHorizonChart(t *testing.T) {
 			t.Errorf("startup probe timeout = %d s, want at least 10 (Django loads in about 5 s)", c.StartupProbe.TimeoutSeconds)
 		}
 		for path, file := range map[string]string{
-			"/etc/openstack-dashboard/local_settings.py":         "local_settings.py",
+			"/etc/openstack-dashboard/local_settings.py":          "local_settings.py",
 			"/etc/apache2/sites-enabled/openstack-dashboard.conf": "openstack-dashboard.conf",
 			"/etc/apache2/ports.conf":                             "ports.conf",
 		} {
