@@ -1,9 +1,12 @@
 package charts
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -857,5 +860,131 @@ func TestHeatHorizonSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ociImageLayers returns the layer blobs (in order) of the image osd built under the name
+// image in the OCI layout dir (bootstrap/images' cache annotates org.osdcloud.osd.image).
+func ociImageLayers(t *testing.T, dir, image string) []string {
+	t.Helper()
+	var index struct {
+		Manifests []struct {
+			Digest      string            `json:"digest"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Skipf("no OCI image cache at %s (osd builds its images there): %v", dir, err)
+	}
+	if err := json.Unmarshal(b, &index); err != nil {
+		t.Fatalf("%s/index.json: %v", dir, err)
+	}
+	blob := func(digest string) string {
+		return filepath.Join(dir, "blobs", strings.Replace(digest, ":", "/", 1))
+	}
+	for _, m := range index.Manifests {
+		if m.Annotations["org.osdcloud.osd.image"] != image {
+			continue
+		}
+		var man struct {
+			Layers []struct {
+				Digest string `json:"digest"`
+			} `json:"layers"`
+		}
+		b, err := os.ReadFile(blob(m.Digest))
+		if err != nil {
+			t.Fatalf("manifest of %s: %v", image, err)
+		}
+		if err := json.Unmarshal(b, &man); err != nil {
+			t.Fatalf("manifest of %s: %v", image, err)
+		}
+		var out []string
+		for _, l := range man.Layers {
+			out = append(out, blob(l.Digest))
+		}
+		return out
+	}
+	t.Skipf("the OCI image cache %s has no %s image yet", dir, image)
+	return nil
+}
+
+// imageCacheDir is where osd's image builder keeps its OCI layout (OSD_IMAGE_CACHE overrides).
+func imageCacheDir() string {
+	if d := os.Getenv("OSD_IMAGE_CACHE"); d != "" {
+		return d
+	}
+	return "/var/cache/osd/images/oci"
+}
+
+// TestHeatHorizonInOpenstackImage checks, in the control-plane image osd built from
+// Debian's packages (its OCI layer in the image cache), every program and file the heat
+// and horizon charts rely on. Skipped when the cache has no openstack image.
+func TestHeatHorizonInOpenstackImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads the 500 MB image layer; skipped in -short")
+	}
+	layers := ociImageLayers(t, imageCacheDir(), "openstack")
+	entries := map[string]string{} // path -> "" or symlink target
+	var passwd string
+	for _, l := range layers {
+		f, err := os.Open(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("layer %s: %v", l, err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("layer %s: %v", l, err)
+			}
+			name := strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")
+			entries[name] = h.Linkname
+			if name == "etc/passwd" {
+				b, err := io.ReadAll(tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				passwd = string(b)
+			}
+		}
+	}
+	for _, p := range []string{
+		// heat: the Deployments' and the Job's programs, the paste file heat.conf names.
+		"usr/bin/heat-api", "usr/bin/heat-api-cfn", "usr/bin/heat-engine", "usr/bin/heat-manage", "etc/heat/api-paste.ini",
+		// the init Job's clients
+		"usr/bin/openstack", "usr/bin/mysql", "usr/bin/mysqladmin",
+		// horizon: apache with Debian's envvars and mod_wsgi, the dashboard's WSGI script and manage.py
+		"usr/sbin/apache2", "etc/apache2/envvars", "etc/apache2/apache2.conf", "usr/lib/apache2/modules/mod_wsgi.so",
+		"etc/apache2/mods-enabled/wsgi.load", "etc/apache2/mods-enabled/alias.load",
+		"usr/share/openstack-dashboard/wsgi.py", "usr/share/openstack-dashboard/manage.py",
+		// offline compression done by openstack-dashboard's postinst (COMPRESS_OFFLINE = True)
+		"var/lib/openstack-dashboard/static/dashboard/manifest.json",
+		// CACHES' PyMemcacheCache backend
+		"usr/lib/python3/dist-packages/pymemcache/__init__.py",
+	} {
+		if _, ok := entries[p]; !ok {
+			t.Errorf("openstack image lacks /%s", p)
+		}
+	}
+	// Django reads local_settings.py through this link: the chart mounts the file at its target.
+	if got := entries["usr/lib/python3/dist-packages/openstack_dashboard/local/local_settings.py"]; got != "/etc/openstack-dashboard/local_settings.py" {
+		t.Errorf("openstack_dashboard/local/local_settings.py -> %q, want /etc/openstack-dashboard/local_settings.py", got)
+	}
+	if got := entries["usr/lib/python3/dist-packages/openstack_dashboard/local/local_settings.d"]; got != "/etc/openstack-dashboard/local_settings.d" {
+		t.Errorf("openstack_dashboard/local/local_settings.d -> %q, want /etc/openstack-dashboard/local_settings.d", got)
+	}
+	for _, want := range []string{"\nheat:x:904:904:", "\nhorizon:x:905:905:"} {
+		if !strings.Contains("\n"+passwd, want) {
+			t.Errorf("openstack image /etc/passwd lacks %q", strings.TrimPrefix(want, "\n"))
+		}
 	}
 }
