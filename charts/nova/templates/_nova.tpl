@@ -64,6 +64,27 @@ MY_IP and NODE_NAME from the downward API (status.hostIP, spec.nodeName).
 {{- end -}}
 
 {{/*
+Init container of the control-plane Deployments: waits until the API and cell databases are
+at the newest schema of the image's nova (alembic heads), i.e. until the nova-init Job's db
+syncs are done, instead of crash-looping (and backing off for minutes) on missing tables.
+*/}}
+{{- define "nova.waitDBStep" -}}
+{{- $check := `import sys
+from alembic import script
+from nova import config
+from nova.db import migration
+config.parse_args(["nova-wait-db", "--config-file", "/etc/nova/nova.conf"])
+for db in ("api", "main"):
+    head = script.ScriptDirectory.from_config(migration._find_alembic_conf(db)).get_current_head()
+    current = migration.db_version(database=db)
+    if current != head:
+        sys.exit("nova %s database at %s, want %s: waiting for the nova-init Job" % (db, current, head))
+` -}}
+{{- $script := printf "i=0\nuntil python3 -c '%s'; do\n  i=$((i+1)); [ \"$i\" -lt 360 ] || exit 1\n  sleep 5\ndone\n" $check -}}
+{{- include "osd-lib.commandStep" (merge (dict "name" "wait-db" "files" (dict "nova.conf" "/etc/nova/nova.conf") "command" (list "/bin/sh" "-ec" $script)) .) -}}
+{{- end -}}
+
+{{/*
 A control-plane Deployment: (dict "ctx" $ "component" "conductor" "command" (list ...)
 "ports" (list ...) "probes" (dict for osd-lib.probes, optional)).
 */}}
@@ -93,6 +114,7 @@ spec:
       {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
       initContainers:
         {{- include "osd-lib.configRender" $args | nindent 8 }}
+        {{- include "nova.waitDBStep" $args | nindent 8 }}
       containers:
         - name: nova-{{ .component }}
           image: {{ include "osd-lib.image" $args }}
