@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +15,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
@@ -313,7 +318,7 @@ func hhConfigRender(t *testing.T, what string, pod corev1.PodSpec, files map[str
 	if render == nil {
 		t.Fatalf("%s has no config-render step", what)
 	}
-	dir, values := runConfigRender(t, render, files)
+	dir, values := hhRunConfigRender(t, render, files)
 	out := map[string]string{}
 	for name, data := range files {
 		got, err := os.ReadFile(filepath.Join(dir, name))
@@ -987,4 +992,335 @@ func TestHeatHorizonInOpenstackImage(t *testing.T) {
 			t.Errorf("openstack image /etc/passwd lacks %q", strings.TrimPrefix(want, "\n"))
 		}
 	}
+}
+
+// hhRunConfigRender runs a config-render step's script with /bin/sh over files (the config
+// Secret), each Secret-backed variable set to a value in the format deploy.DefaultSecrets
+// generates for that key (Heat's auth-encryption-key: 32 characters). It returns the
+// directory of the rendered files and the values it used.
+func hhRunConfigRender(t *testing.T, render *corev1.Container, files map[string]string) (string, map[string]string) {
+	t.Helper()
+	if len(render.Command) != 3 || render.Command[0] != "/bin/sh" {
+		t.Fatalf("config-render command = %v, want /bin/sh -ec SCRIPT", render.Command)
+	}
+	formats := hhGenerated()
+	dir := t.TempDir()
+	tmpl, conf := filepath.Join(dir, "templates"), filepath.Join(dir, "config")
+	for _, d := range []string{tmpl, conf} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmpl, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	values := map[string]string{}
+	for _, e := range render.Env {
+		ref := e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		n := 32
+		switch formats[ref] {
+		case deploy.FormatHex:
+		case deploy.FormatKey32:
+			n = 16
+		default:
+			t.Fatalf("config-render env %s from %s: format %q is not hex", e.Name, ref, formats[ref])
+		}
+		b := make([]byte, n)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		values[e.Name] = hex.EncodeToString(b)
+		env = append(env, e.Name+"="+values[e.Name])
+	}
+	script := strings.NewReplacer("/etc/osd/templates", tmpl, "/etc/osd/config", conf).Replace(render.Command[2])
+	cmd := exec.Command(render.Command[0], render.Command[1], script)
+	cmd.Env = env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("config-render: %v\n%s", err, b)
+	}
+	return conf, values
+}
+
+// shq quotes s for the shell.
+func shq(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shq(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// podFiles writes the shell lines that give container c of pod its volumes in the rootfs
+// $R as the kubelet would: config files (rendered by config-render, in dir) at their
+// mount paths readable by the pod's fsGroup, emptyDirs as tmpfs owned by the fsGroup.
+func podFiles(t *testing.T, pod corev1.PodSpec, c *corev1.Container, dir string, done map[string]bool) string {
+	t.Helper()
+	gid := *pod.SecurityContext.FSGroup
+	var b strings.Builder
+	// Parents before what is mounted inside them, as the runtime does.
+	mounts := slices.Clone(c.VolumeMounts)
+	slices.SortStableFunc(mounts, func(x, y corev1.VolumeMount) int {
+		return strings.Count(x.MountPath, "/") - strings.Count(y.MountPath, "/")
+	})
+	for _, m := range mounts {
+		if done[m.MountPath] {
+			continue
+		}
+		done[m.MountPath] = true
+		v := hhVolume(pod, m.Name)
+		switch {
+		case v == nil:
+			t.Fatalf("%s mounts unknown volume %s", c.Name, m.Name)
+		case m.Name == "config" && m.SubPath != "":
+			fmt.Fprintf(&b, "mkdir -p \"$R\"%s\ncp %s \"$R\"%s\nchgrp %d \"$R\"%s\nchmod 0440 \"$R\"%s\n",
+				shq(filepath.Dir(m.MountPath)), shq(filepath.Join(dir, m.SubPath)), shq(m.MountPath), gid, shq(m.MountPath), shq(m.MountPath))
+		case v.EmptyDir != nil:
+			fmt.Fprintf(&b, "mkdir -p \"$R\"%s\nmount -t tmpfs -o mode=2770,gid=%d tmpfs \"$R\"%s\n", shq(m.MountPath), gid, shq(m.MountPath))
+		default:
+			t.Fatalf("%s mounts %s (%+v): not simulated", c.Name, m.Name, v.VolumeSource)
+		}
+	}
+	return b.String()
+}
+
+// runScript is the start of the script TestHeatHorizonRunInOpenstackImage runs inside
+// `unshare -n -m -p -f --mount-proc`: every mount and process is private and goes away
+// with the namespaces; the rootfs is not written (an overlay in the scratch directory
+// takes the changes). Services run as their pods' users; their stdout/stderr is a pipe
+// the service user made, as the container runtime hands it a pipe it owns (so apache can
+// reopen /dev/stderr).
+const runScriptHead = `set -eu
+LOWER=$1 S=$2 MEMCACHED_LAYER=$3
+R=$S/merged
+mkdir -p $S/upper $S/work $R
+mount -t overlay overlay -o lowerdir=$LOWER,upperdir=$S/upper,workdir=$S/work $R
+ip link set lo up
+mount -t proc proc $R/proc
+mount --bind /dev $R/dev
+mount -t tmpfs tmpfs $R/run
+mount -t tmpfs -o mode=1777 tmpfs $R/tmp
+echo "127.0.0.1 memcached memcached.openstack.svc keystone-api keystone-api.openstack.svc rabbitmq rabbitmq.openstack.svc mariadb mariadb.openstack.svc" >> $R/etc/hosts
+tar -xzf $MEMCACHED_LAYER -C $R usr/bin/memcached
+now() { date +%s.%N; }
+since() { awk "BEGIN{printf \"%.1f\", $(now) - $1}"; }
+result() { echo "RESULT $*"; }
+# as UID LOG ARGV...: run ARGV in the rootfs as UID (gid UID), output to LOG.
+as() {
+  local uid=$1 log=$2; shift 2
+  chroot --userspec=$uid:$uid $R env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/tmp "$@" > $log 2>&1
+}
+# serve UID LOG ARGV...: as, in the background, stdout and stderr a pipe UID owns.
+serve() {
+  local uid=$1 log=$2; shift 2
+  chroot --userspec=$uid:$uid $R env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/tmp \
+    /bin/sh -c '"$@" 2>&1 | cat' sh "$@" > $log 2>&1 &
+}
+# wait_http URL SECONDS: HTTP status of URL once it answers (000 if it never does).
+wait_http() {
+  local code=000 i=0
+  while [ $i -lt $(($2 * 5)) ]; do
+    code=$(curl -m 10 -s -o /dev/null -w '%{http_code}' "$1" || true)
+    [ "$code" != 000 ] && break
+    i=$((i+1)); sleep 0.2
+  done
+  echo $code
+}
+rss() { ps -u $1 -o rss= | awk '{s+=$1} END {print s+0}'; }
+serve 65534 $S/memcached.log /usr/bin/memcached -l 127.0.0.1 -p 11211 -m 32
+`
+
+// writeFiles writes files into a new directory under dir and returns it.
+func writeFiles(t *testing.T, dir, name string, files map[string]string) string {
+	t.Helper()
+	d := filepath.Join(dir, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, data := range files {
+		if err := os.WriteFile(filepath.Join(d, f), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// TestHeatHorizonRunInOpenstackImage runs what the heat and horizon charts render in the
+// control-plane image osd built (its layer from the image cache, unpacked into a
+// directory, or OSD_CHARTS_OPENSTACK_ROOTFS): the config-render step for real, then
+// horizon's container command (Debian's apache2 + mod_wsgi as uid 905 with the rendered
+// local_settings.py, site and ports.conf, memcached from osd's memcached image) until its
+// probe path answers 200, / redirects to the web root and the offline-compressed CSS the
+// login page links is served; heat's Job db-sync command (SQLite instead of MariaDB, the
+// only override), heat-api and heat-api-cfn until GET / answers the version document, and
+// heat-engine's readiness probe against the namespace's real /proc/net/tcp (fails without
+// a connection to port 5672, passes with one). Keystone, MariaDB and RabbitMQ are not run.
+// Needs root, unshare, chroot, curl, tar; about a minute.
+func TestHeatHorizonRunInOpenstackImage(t *testing.T) {
+	switch {
+	case testing.Short():
+		t.Skip("starts apache and heat from the openstack image; skipped in -short")
+	case os.Geteuid() != 0:
+		t.Skip("needs root for namespaces, chroot and mounts")
+	}
+	for _, tool := range []string{"unshare", "chroot", "curl", "tar", "ps", "awk"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	cache := imageCacheDir()
+	mem := ociImageLayers(t, cache, "memcached")
+	rootfs := os.Getenv("OSD_CHARTS_OPENSTACK_ROOTFS")
+	if rootfs == "" {
+		layers := ociImageLayers(t, cache, "openstack")
+		if len(layers) != 1 || len(mem) != 1 {
+			t.Skipf("openstack image has %d layers, memcached %d: only single-layer images are unpacked here", len(layers), len(mem))
+		}
+		rootfs = t.TempDir()
+		start := time.Now()
+		if b, err := exec.Command("tar", "-xzf", layers[0], "-C", rootfs, "--numeric-owner").CombinedOutput(); err != nil {
+			t.Fatalf("unpack the openstack image: %v\n%s", err, b)
+		}
+		t.Logf("openstack image unpacked in %s", time.Since(start).Round(time.Second))
+	}
+	work := t.TempDir()
+	var script strings.Builder
+	script.WriteString(runScriptHead)
+	done := map[string]bool{}
+
+	// Horizon: its Deployment as rendered.
+	hz, _, _ := hhRender(t, "horizon", deploy.DeploymentSpec{Images: testImages})
+	hpod := hz.deployments["horizon"].Spec.Template.Spec
+	hfiles, _ := hhConfigRender(t, "horizon", hpod, hz.secrets["horizon-config"].StringData)
+	hc := containerByName(hpod.Containers, "horizon")
+	script.WriteString(podFiles(t, hpod, hc, writeFiles(t, work, "horizon", hfiles), done))
+	probe := hc.ReadinessProbe.HTTPGet
+	base := fmt.Sprintf("http://127.0.0.1:%d", probe.Port.IntValue())
+	fmt.Fprintf(&script, `t=$(now)
+serve %d $S/horizon.log %s
+result horizon_login $(wait_http %s 90) $(since $t)
+result horizon_root $(curl -m 10 -s -o /dev/null -w '%%{http_code} %%{redirect_url}' %s/)
+curl -m 10 -s -o $S/login.html %s
+css=$(grep -o 'href="[^"]*/static/dashboard/css/output\.[0-9a-f]*\.css"' $S/login.html | head -n1 | sed 's/^href="//; s/"$//')
+result horizon_css ${css:-none} $(curl -m 10 -s -o /dev/null -w '%%{http_code}' %s$css)
+for i in 1 2 3 4 5 6 7 8 9 10; do curl -m 10 -s -o /dev/null %s; done
+result horizon_rss_kib $(rss %d)
+`, *hpod.SecurityContext.RunAsUser, shArgs(hc.Command), shq(base+probe.Path), base, shq(base+probe.Path), base, shq(base+probe.Path), *hpod.SecurityContext.RunAsUser)
+
+	// Heat: the Job's db-sync, the two APIs and the engine's readiness probe.
+	ht, _, _ := hhRender(t, "heat", hhOverrides("heat", map[string]any{"conf": map[string]any{"heat": map[string]any{
+		"database": map[string]any{"connection": "sqlite:////var/lib/heat/heat.sqlite"}}}}))
+	jpod := ht.jobs[0].Spec.Template.Spec
+	hfiles, _ = hhConfigRender(t, "heat", jpod, ht.secrets["heat-config"].StringData)
+	hdir := writeFiles(t, work, "heat", hfiles)
+	sync := containerByName(hhContainers(jpod), "db-sync")
+	script.WriteString(podFiles(t, jpod, sync, hdir, done))
+	uid := *jpod.SecurityContext.RunAsUser
+	fmt.Fprintf(&script, `t=$(now)
+if as %d $S/heat-db-sync.log %s; then result heat_db_sync 0 $(since $t); else result heat_db_sync $? $(since $t); fi
+t=$(now)
+`, uid, shArgs(sync.Command))
+	for _, d := range heatDeployments {
+		pod := ht.deployments[d.name].Spec.Template.Spec
+		c := containerByName(pod.Containers, d.name)
+		script.WriteString(podFiles(t, pod, c, hdir, done))
+		fmt.Fprintf(&script, "serve %d $S/%s.log %s\n", *pod.SecurityContext.RunAsUser, d.name, shArgs(c.Command))
+	}
+	for _, d := range heatDeployments {
+		c := containerByName(ht.deployments[d.name].Spec.Template.Spec.Containers, d.name)
+		if d.port == 0 {
+			probe := shArgs(c.ReadinessProbe.Exec.Command)
+			fmt.Fprintf(&script, `if as %d $S/probe.log %s; then result engine_probe_unconnected 0; else result engine_probe_unconnected 1; fi
+serve 65534 $S/listener.log python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 5672)); s.listen(8)
+c = socket.create_connection(("127.0.0.1", 5672)); a = s.accept(); print("connected", flush=True); time.sleep(60)'
+i=0; until grep -q connected $S/listener.log || [ $i -ge 50 ]; do i=$((i+1)); sleep 0.2; done
+if as %d $S/probe.log %s; then result engine_probe_connected 0; else result engine_probe_connected 1; fi
+`, uid, probe, uid, probe)
+			continue
+		}
+		url := fmt.Sprintf("http://127.0.0.1:%d%s", c.ReadinessProbe.HTTPGet.Port.IntValue(), c.ReadinessProbe.HTTPGet.Path)
+		fmt.Fprintf(&script, "result %s $(wait_http %s 120) $(since $t)\ncurl -m 10 -s %s > $S/%s.json\n", d.name, shq(url), shq(url), d.name)
+	}
+	fmt.Fprintf(&script, `result heat_rss_kib $(rss %d)
+ps -u %d -o pid=,rss=,args=
+result heat_engine_processes $(ps -u %d -o args= | grep -c '^/usr/bin/python3 /usr/bin/heat-engine' || true)
+result heat_engine_critical $(grep -c CRITICAL $S/heat-engine.log || true)
+`, uid, uid, uid)
+
+	scratch := t.TempDir()
+	scriptPath := filepath.Join(work, "run.sh")
+	if err := os.WriteFile(scriptPath, []byte(script.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cmd := exec.Command("unshare", "-n", "-m", "-p", "-f", "--mount-proc", "bash", scriptPath, rootfs, scratch, mem[0])
+	out, err := cmd.CombinedOutput()
+	t.Logf("run.sh (%s):\n%s", time.Since(start).Round(time.Second), out)
+	logs := func() {
+		for _, l := range []string{"horizon.log", "heat-db-sync.log", "heat-api.log", "heat-api-cfn.log", "heat-engine.log", "memcached.log"} {
+			if b, err := os.ReadFile(filepath.Join(scratch, l)); err == nil {
+				t.Logf("%s:\n%s", l, tail(string(b), 15))
+			}
+		}
+	}
+	if err != nil {
+		logs()
+		t.Fatalf("run.sh error = %v", err)
+	}
+	results := map[string][]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "RESULT" {
+			results[f[1]] = f[2:]
+		}
+	}
+	field := func(key string, i int) string {
+		if len(results[key]) <= i {
+			return ""
+		}
+		return results[key][i]
+	}
+	failed := false
+	check := func(key string, i int, want string) {
+		if got := field(key, i); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+			failed = true
+		}
+	}
+	check("horizon_login", 0, "200")
+	check("horizon_root", 0, "302")
+	check("horizon_root", 1, base+"/horizon/")
+	check("horizon_css", 1, "200")
+	if !strings.HasPrefix(field("horizon_css", 0), "/horizon/static/dashboard/css/output.") {
+		t.Errorf("login page links CSS %q, want the offline-compressed /horizon/static/dashboard/css/output.*.css", field("horizon_css", 0))
+		failed = true
+	}
+	check("heat_db_sync", 0, "0")
+	check("heat-api", 0, "300")
+	check("heat-api-cfn", 0, "300")
+	check("engine_probe_unconnected", 0, "1")
+	check("engine_probe_connected", 0, "0")
+	check("heat_engine_critical", 0, "0")
+	if n, _ := strconv.Atoi(field("heat_engine_processes", 0)); n < 1 {
+		t.Errorf("heat-engine processes = %q, want it running (without RabbitMQ it retries, it does not exit)", field("heat_engine_processes", 0))
+		failed = true
+	}
+	for _, api := range []string{"heat-api", "heat-api-cfn"} {
+		b, _ := os.ReadFile(filepath.Join(scratch, api+".json"))
+		if !strings.Contains(string(b), `"versions"`) || !strings.Contains(string(b), `"CURRENT"`) {
+			t.Errorf("%s GET / = %s, want the version document", api, b)
+			failed = true
+		}
+	}
+	if failed {
+		logs()
+	}
+	t.Logf("horizon: login page after %s s, RSS %s KiB (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s, RSS of heat-api + heat-api-cfn + heat-engine %s KiB",
+		field("horizon_login", 1), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_rss_kib", 0))
 }
