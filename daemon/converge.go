@@ -226,6 +226,7 @@ func (d *Daemon) plan(dec preflight.Decisions, withOpenStack bool) []bootstrap.S
 	steps = append(steps,
 		bootstrap.Step{Name: "kubernetes", Run: d.ensureKubernetes},
 		bootstrap.Step{Name: "kubernetes-node", Run: d.waitNodeReady},
+		bootstrap.Step{Name: "node-roles", Run: d.labelNode},
 	)
 	if withOpenStack {
 		steps = append(steps,

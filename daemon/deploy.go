@@ -30,7 +30,7 @@ import (
 )
 
 // deployImages are the images the services osd deploys today run from.
-var deployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "openstack"}
+var deployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "openstack", "ovn"}
 
 // builder is the daemon's image builder (one per daemon, shared by init and the API).
 func (d *Daemon) builder() *images.Builder {
@@ -201,6 +201,12 @@ func (d *Daemon) deploymentSpec() (deploy.DeploymentSpec, error) {
 		"keystone":  {Overrides: map[string]any{"endpoints": map[string]any{"public": d.keystonePublicURL()}}},
 		"glance":    {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30292)}, "conf": map[string]any{"glance": authURI}, "persistence": volume("glance")}},
 		"placement": {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30778)}, "conf": map[string]any{"placement": authURI}}},
+		"ovn":       {Overrides: map[string]any{"persistence": volume("ovn")}},
+		"neutron": {Overrides: map[string]any{
+			"endpoints":     map[string]any{"public": public(30696)},
+			"conf":          map[string]any{"neutron": authURI},
+			"metadataAgent": map[string]any{"stateHostPath": filepath.Join(d.cfg.StateDir, "volumes", "neutron-metadata")},
+		}},
 	}
 	return spec, nil
 }

@@ -50,6 +50,9 @@ func (d *Daemon) startKubernetes(ctx context.Context) error {
 		return fmt.Errorf("open containerd log: %w", err)
 	}
 	d.onStop(func(context.Context) error { return logf.Close() })
+	if err := ensureSharedNetnsDir(); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	cd, err := k3s.StartContainerd(ctx, kc, d.cfg.Self, logf, 30*time.Second)
 	if err != nil {
