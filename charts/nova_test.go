@@ -952,10 +952,11 @@ func TestNovaInDebianImage(t *testing.T) {
 	if err := os.Chown(filepath.Join(root, data), 64060, 64060); err != nil {
 		t.Fatal(err)
 	}
-	api, metadata := freePort(t), freePort(t)
+	api, metadata, novnc := freePort(t), freePort(t), freePort(t)
 	n, _, _ := renderNova(t, novaOverrides(map[string]any{"conf": map[string]any{"controlPlane": map[string]any{
 		"DEFAULT": map[string]any{"osapi_compute_listen": "127.0.0.1", "osapi_compute_listen_port": api,
 			"metadata_listen": "127.0.0.1", "metadata_listen_port": metadata},
+		"vnc":          map[string]any{"novncproxy_host": "127.0.0.1", "novncproxy_port": novnc},
 		"api_database": map[string]any{"connection": "sqlite:///" + data + "/nova_api.db"},
 		"database":     map[string]any{"connection": "sqlite:///" + data + "/nova.db"},
 	}}}))
@@ -1065,5 +1066,15 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	}
 	if procs != 3 {
 		t.Errorf("nova-api processes = %d, want 3 (parent, one osapi_compute and one metadata worker)", procs)
+	}
+
+	// nova-novncproxy serves the noVNC client named by novncproxy_base_url.
+	proxy := containerByName(n.deployments["nova-novncproxy"].Spec.Template.Spec.Containers, "nova-novncproxy")
+	proxyLog := filepath.Join(t.TempDir(), "nova-novncproxy.log")
+	cmd = command(proxy, 0)
+	start(t, cmd.Args, cmd.Env, proxyLog)
+	page := corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/vnc_lite.html"}}}
+	if r := waitProbe(t, fmt.Sprintf("http://127.0.0.1:%d", novnc), page, proxyLog); !strings.Contains(r.body, "noVNC") {
+		t.Errorf("GET /vnc_lite.html = %.200s, want the noVNC client", r.body)
 	}
 }
