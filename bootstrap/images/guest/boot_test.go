@@ -124,7 +124,10 @@ func makeTestNet(t *testing.T, dir string) testNet {
 	conf := filepath.Join(dir, "udhcpd.conf")
 	leases := filepath.Join(dir, "udhcpd.leases")
 	os.WriteFile(leases, nil, 0o644)
-	cfg := fmt.Sprintf("start %[1]s.100\nend %[1]s.150\ninterface %[2]s\nlease_file %[3]s\npidfile %[4]s\nauto_time 1\noption subnet 255.255.255.0\noption router %[1]s.1\noption dns %[1]s.1\noption lease 600\n",
+	cfg := fmt.Sprintf("start %[1]s.100\nend %[1]s.150\ninterface %[2]s\nlease_file %[3]s\npidfile %[4]s\nauto_time 1\noption subnet 255.255.255.0\noption router %[1]s.254\noption dns %[1]s.1\noption lease 600\n"+
+		// As OVN's DHCP does: MTU and classless static routes (metadata and
+		// default), which take precedence over the router option (RFC 3442).
+		"option mtu 1400\noption staticroutes 169.254.169.254/32 %[1]s.2, 0.0.0.0/0 %[1]s.1\n",
 		tn.prefix, peer, leases, filepath.Join(dir, "udhcpd.pid"))
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -255,6 +258,9 @@ func TestBuildBootDHCP(t *testing.T) {
 			t.Fatalf("no lease marker on the console after 2 min (parsed %+v); console tail:\n%s", c, tail)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile(console); !strings.Contains(string(b), "up gateway "+tn.server+" mtu 1400") {
+		t.Errorf("console lacks the marker with gateway %s (from classless static routes) and mtu 1400", tn.server)
 	}
 	t.Logf("guest %s: boot to DHCP lease %s (console %+v)", name, time.Since(start).Round(time.Millisecond), c)
 	ip, ipnet, err := net.ParseCIDR(c.Address)

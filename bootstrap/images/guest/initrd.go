@@ -36,7 +36,7 @@ if [ ! -e /sys/class/net/eth0 ]; then
 	say "no eth0 (interfaces: $(ls /sys/class/net | tr '\n' ' '))"
 else
 	ip link set eth0 up
-	udhcpc -f -i eth0 -s /etc/udhcpc.script -t 5 -T 2 -A 5 -x hostname:osd-guest >/dev/null 2>&1 &
+	udhcpc -f -i eth0 -s /etc/udhcpc.script -t 5 -T 2 -A 5 -O mtu -O staticroutes -x hostname:osd-guest >/dev/null 2>&1 &
 fi
 mkdir -p /www
 echo "osd-guest $(uname -r)" > /www/index.html
