@@ -80,3 +80,75 @@ func unescapeMountPath(s string) string {
 	}
 	return b.String()
 }
+
+// mountEntry is one line of /proc/self/mountinfo: its ID, its parent's, its mount point.
+type mountEntry struct {
+	id, parent string
+	point      string
+}
+
+func readMounts() ([]mountEntry, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mount table: %w", err)
+	}
+	defer f.Close()
+	var out []mountEntry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) > 4 {
+			out = append(out, mountEntry{id: fs[0], parent: fs[1], point: unescapeMountPath(fs[4])})
+		}
+	}
+	return out, sc.Err()
+}
+
+// hiddenNetns says whether some pod namespace pin under /run/netns is hidden by a mount of
+// /run/netns itself stacked after it: its parent is not the topmost /run/netns mount.
+func hiddenNetns(ms []mountEntry) bool {
+	top := ""
+	for _, m := range ms {
+		if m.point == netnsDir {
+			top = m.id // later lines are mounted on top of earlier ones
+		}
+	}
+	for _, m := range ms {
+		if strings.HasPrefix(m.point, netnsDir+"/cni-") && m.parent != top && top != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// unpinHiddenNetns detaches the /run/netns mounts stacked over pod namespace pins until none is
+// hidden, and unpins those pod namespaces (osd reset: every pod is gone by then).
+// It returns how many pins it removed.
+func unpinHiddenNetns() (int, error) {
+	n := 0
+	for i := 0; i < 8; i++ {
+		ms, err := readMounts()
+		if err != nil {
+			return n, err
+		}
+		if !hiddenNetns(ms) {
+			return n, nil
+		}
+		if err := unix.Unmount(netnsDir, unix.MNT_DETACH); err != nil {
+			return n, fmt.Errorf("detach the mount stacked on %s: %w", netnsDir, err)
+		}
+		ms, err = readMounts()
+		if err != nil {
+			return n, err
+		}
+		for _, m := range ms {
+			if strings.HasPrefix(m.point, netnsDir+"/cni-") {
+				if unix.Unmount(m.point, unix.MNT_DETACH) == nil {
+					os.Remove(m.point)
+					n++
+				}
+			}
+		}
+	}
+	return n, fmt.Errorf("%s: pod namespaces still hidden after 8 rounds", netnsDir)
+}

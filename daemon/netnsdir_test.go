@@ -59,3 +59,20 @@ func TestRoleLabels(t *testing.T) {
 		}
 	}
 }
+
+func TestHiddenNetns(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ms   []mountEntry
+		want bool
+	}{
+		{"no netns mount", []mountEntry{{"27", "1", "/run"}, {"44", "27", "/run/netns/cni-a"}}, false},
+		{"pins on top mount", []mountEntry{{"27", "1", "/run"}, {"503", "27", "/run/netns"}, {"545", "503", "/run/netns/cni-a"}}, false},
+		{"pin under stacked mount", []mountEntry{{"27", "1", "/run"}, {"44", "27", "/run/netns/cni-a"}, {"503", "27", "/run/netns"}, {"545", "503", "/run/netns/cni-b"}}, true},
+		{"two stacked mounts", []mountEntry{{"27", "1", "/run"}, {"503", "27", "/run/netns"}, {"545", "503", "/run/netns/cni-a"}, {"600", "503", "/run/netns"}}, true},
+	} {
+		if got := hiddenNetns(tt.ms); got != tt.want {
+			t.Errorf("hiddenNetns(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

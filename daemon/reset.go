@@ -102,6 +102,13 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 	if v := conf[configSysctls]; v != "" {
 		json.Unmarshal([]byte(v), &sysctls)
 	}
+	// Pod namespaces hidden under a /run/netns mount stacked on top of them (see
+	// ensureSharedNetnsDir) are unpinned first, so the cleanup below can remove them.
+	if n, err := unpinHiddenNetns(); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		fmt.Fprintf(out, "unpinned %d hidden pod network namespaces\n", n)
+	}
 	rep, err := k3s.Cleanup(ctx, cfg.paths(), sysctls)
 	errs = append(errs, err)
 	fmt.Fprintf(out, "killed %d processes, unmounted %d mounts\n", rep.Killed, rep.Unmounted)
