@@ -114,13 +114,13 @@ func (n novaObjects) pods() map[string]corev1.PodSpec {
 	return out
 }
 
-func allContainers(pod corev1.PodSpec) []corev1.Container {
+func novaContainers(pod corev1.PodSpec) []corev1.Container {
 	return append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
 }
 
-// parseINI reads an INI file the way oslo.config would see it: sections, "key = value"
+// novaParseINI reads an INI file the way oslo.config would see it: sections, "key = value"
 // lines; a key outside a section, a repeated key or a malformed line is an error.
-func parseINI(s string) (map[string]map[string]string, error) {
+func novaParseINI(s string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	section := ""
 	sc := bufio.NewScanner(strings.NewReader(s))
@@ -184,7 +184,7 @@ func TestNovaRender(t *testing.T) {
 		if compute {
 			image = testImages["compute"]
 		}
-		for _, c := range allContainers(pod) {
+		for _, c := range novaContainers(pod) {
 			if c.ImagePullPolicy != corev1.PullNever || c.Image != image {
 				t.Errorf("%s container %s = %s pull %s, want %s Never", name, c.Name, c.Image, c.ImagePullPolicy, image)
 			}
@@ -362,7 +362,7 @@ func TestNovaComputeDaemonSet(t *testing.T) {
 	}
 
 	// The files the config names live on those mounts.
-	conf, err := parseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
+	conf, err := novaParseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
 	if err != nil {
 		t.Fatalf("compute nova.conf: %v", err)
 	}
@@ -413,7 +413,7 @@ func TestNovaVirtType(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.virtType, func(t *testing.T) {
 			n, _, _ := renderNova(t, novaOverrides(map[string]any{"virtType": tt.virtType}))
-			conf, err := parseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
+			conf, err := novaParseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -507,7 +507,7 @@ func TestNovaConfig(t *testing.T) {
 			if got != rendered {
 				t.Errorf("%s nova.conf =\n%s\nwant (deploy.RenderINI of the merged layers)\n%s", secret, got, rendered)
 			}
-			ini, err := parseINI(got)
+			ini, err := novaParseINI(got)
 			if err != nil {
 				t.Fatalf("%s nova.conf does not parse: %v", secret, err)
 			}
@@ -523,7 +523,7 @@ func TestNovaConfig(t *testing.T) {
 		})
 	}
 	// nova-compute never sees the databases or the metadata secret.
-	compute, _ := parseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
+	compute, _ := novaParseINI(n.secrets["nova-compute-config"].StringData["nova.conf"])
 	for _, section := range []string{"api_database", "database", "keystone_authtoken"} {
 		if _, ok := compute[section]; ok {
 			t.Errorf("compute nova.conf has [%s]", section)
@@ -543,7 +543,7 @@ func TestNovaJob(t *testing.T) {
 	if pod.RestartPolicy != corev1.RestartPolicyNever || pod.SecurityContext == nil || *pod.SecurityContext.RunAsUser != 64060 {
 		t.Errorf("Job restartPolicy %s securityContext %+v, want Never as uid 64060", pod.RestartPolicy, pod.SecurityContext)
 	}
-	all := allContainers(pod)
+	all := novaContainers(pod)
 	var names []string
 	for _, c := range all {
 		names = append(names, c.Name)
@@ -616,7 +616,7 @@ func TestNovaSecrets(t *testing.T) {
 	}
 	n, out, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
 	for name, pod := range n.pods() {
-		for _, c := range allContainers(pod) {
+		for _, c := range novaContainers(pod) {
 			for _, e := range c.Env {
 				switch {
 				case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
@@ -693,7 +693,7 @@ func TestNovaOverrides(t *testing.T) {
 		t.Errorf("keystone-register does not register the overridden public endpoint %s", public)
 	}
 	for _, secret := range []string{"nova-config", "nova-compute-config"} {
-		if ini, _ := parseINI(n.secrets[secret].StringData["nova.conf"]); ini["vnc"]["novncproxy_base_url"] != novnc {
+		if ini, _ := novaParseINI(n.secrets[secret].StringData["nova.conf"]); ini["vnc"]["novncproxy_base_url"] != novnc {
 			t.Errorf("%s novncproxy_base_url = %q, want %s", secret, ini["vnc"]["novncproxy_base_url"], novnc)
 		}
 	}
@@ -717,12 +717,12 @@ func TestNovaOverrides(t *testing.T) {
 	}
 }
 
-// imageTree is the file tree of an image: every path (no leading slash) and, for symlinks,
+// novaImageTree is the file tree of an image: every path (no leading slash) and, for symlinks,
 // its target.
-type imageTree map[string]*tar.Header
+type novaImageTree map[string]*tar.Header
 
-// readImageTree flattens a stored image's layers and records its file headers.
-func readImageTree(t *testing.T, store *images.Store, name string) (imageTree, []string) {
+// novaReadImageTree flattens a stored image's layers and records its file headers.
+func novaReadImageTree(t *testing.T, store *images.Store, name string) (novaImageTree, []string) {
 	t.Helper()
 	img, _, err := store.Get(name)
 	if errors.Is(err, images.ErrNotStored) {
@@ -737,7 +737,7 @@ func readImageTree(t *testing.T, store *images.Store, name string) (imageTree, [
 	}
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	tree := imageTree{}
+	tree := novaImageTree{}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
@@ -760,7 +760,7 @@ func readImageTree(t *testing.T, store *images.Store, name string) (imageTree, [
 
 // resolve follows symlinks (in any component) inside the tree and returns the header of
 // the file p names, or nil.
-func (tree imageTree) resolve(p string) *tar.Header {
+func (tree novaImageTree) resolve(p string) *tar.Header {
 	parts := strings.Split(strings.Trim(path.Clean("/"+p), "/"), "/")
 	cur := ""
 	for hops := 0; len(parts) > 0 && hops < 40; {
@@ -788,7 +788,7 @@ func (tree imageTree) resolve(p string) *tar.Header {
 }
 
 // lookPath finds a command as the container runtime would, in the image's PATH.
-func (tree imageTree) lookPath(cmd string, pathDirs []string) bool {
+func (tree novaImageTree) lookPath(cmd string, pathDirs []string) bool {
 	if strings.Contains(cmd, "/") {
 		h := tree.resolve(cmd)
 		return h != nil && h.Typeflag == tar.TypeReg && h.Mode&0o111 != 0
@@ -823,7 +823,7 @@ func TestNovaImages(t *testing.T) {
 	n, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
 	commands := map[string]map[string]bool{} // image -> commands of its containers
 	for _, pod := range n.pods() {
-		for _, c := range allContainers(pod) {
+		for _, c := range novaContainers(pod) {
 			name := ""
 			for img, ref := range testImages {
 				if ref == c.Image {
@@ -865,7 +865,7 @@ func TestNovaImages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
 			began := time.Now()
-			tree, pathDirs := readImageTree(t, store, tt.image)
+			tree, pathDirs := novaReadImageTree(t, store, tt.image)
 			t.Logf("read %d entries of image %s in %s", len(tree), tt.image, time.Since(began).Round(100*time.Millisecond))
 			if len(commands[tt.image]) == 0 {
 				t.Fatalf("the chart runs nothing from image %s", tt.image)

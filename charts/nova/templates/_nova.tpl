@@ -67,6 +67,7 @@ MY_IP and NODE_NAME from the downward API (status.hostIP, spec.nodeName).
 Init container of the control-plane Deployments: waits until the API and cell databases are
 at the newest schema of the image's nova (alembic heads), i.e. until the nova-init Job's db
 syncs are done, instead of crash-looping (and backing off for minutes) on missing tables.
+_find_alembic_conf is nova 26's own helper (TestNovaInDebianImage runs this step).
 */}}
 {{- define "nova.waitDBStep" -}}
 {{- $check := `import sys
