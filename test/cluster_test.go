@@ -75,6 +75,10 @@ func newNSNode(t testing.TB, bin, name, ip string) *nsNode {
 		if _, err := os.Stat(d); os.IsNotExist(err) {
 			n.created = append(n.created, d)
 		}
+		// First the host's mounts at or below d leave this (private) mount namespace, so
+		// nothing hidden under the tmpfs still shows in its mount table.
+		// (Several passes: stacked mounts show their lower layers once the top one goes.)
+		fmt.Fprintf(&script, "for i in 1 2 3 4 5; do awk -v d=%s '$5 == d || index($5, d \"/\") == 1 {print $5}' /proc/self/mountinfo | sort -r | while read m; do umount -l \"$m\" 2>/dev/null || true; done; done\n", d)
 		fmt.Fprintf(&script, "mkdir -p %s && mount -t tmpfs -o mode=0755 osd-test %s\n", d, d)
 	}
 	script.WriteString("ip link set lo up\n")
@@ -407,6 +411,42 @@ func TestTwoNodeCluster(t *testing.T) {
 		n2.daemon = nil
 		if b, err := os.ReadFile(filepath.Join(n2.stateDir(), "cluster", "join.json")); err != nil || !strings.Contains(string(b), `"state":"removed"`) {
 			t.Errorf("node 2's join state after removal = %s, %v, want removed", b, err)
+		}
+	})
+
+	t.Run("reset the removed node", func(t *testing.T) {
+		// osd reset removes the kubelet's and CNI's host dirs: only ever inside node 2's
+		// mount namespace, where they are private tmpfs mounts it must clean, not remove.
+		for _, d := range k3s.HostDirs[:4] {
+			// (The kubelet stacks a shared bind of its root dir on itself: tmpfs twice.)
+			fs, err := n2.nsenter("findmnt", "-n", "-o", "FSTYPE", d).Output()
+			if types := strings.Fields(string(fs)); err != nil || len(types) == 0 || strings.Trim(strings.Join(types, " "), "tmpfs ") != "" {
+				mi, _ := n2.nsenter("sh", "-c", "grep -e "+d+" /proc/self/mountinfo | head -20").CombinedOutput()
+				t.Fatalf("node 2's %s is %q (%v), want its private tmpfs: not running osd reset\n%s", d, fs, err, mi)
+			}
+		}
+		hostKubelet, _ := os.ReadDir("/var/lib/kubelet")
+		out, err := n2.osd(5*time.Minute, "reset", "--yes")
+		if err != nil {
+			t.Fatalf("osd reset on %s: %v\n%s", n2.name, err, out)
+		}
+		t.Logf("osd reset on %s:\n%s", n2.name, out)
+		if _, err := os.Stat(n2.stateDir()); !os.IsNotExist(err) {
+			t.Errorf("node 2's state dir after reset: %v, want it gone", err)
+		}
+		if left := n2.processes(); len(left) != 0 {
+			t.Errorf("node 2's processes after reset: %v, want none", left)
+		}
+		if dirs, _ := k3s.CgroupDirs("/sys/fs/cgroup", n2.cgroup); len(dirs) > 0 {
+			if _, err := os.Stat(dirs[0]); err == nil {
+				t.Errorf("node 2's cgroup root %s after reset, want it gone", dirs[0])
+			}
+		}
+		if out, err := n2.nsenter("ls", "-A", "/var/lib/kubelet", "/var/lib/cni").CombinedOutput(); err != nil || strings.Contains(string(out), "pods") {
+			t.Errorf("node 2's kubelet and CNI dirs after reset = %q, %v, want empty", out, err)
+		}
+		if after, err := os.ReadDir("/var/lib/kubelet"); err != nil || len(hostKubelet) > 0 && len(after) == 0 {
+			t.Errorf("the host's /var/lib/kubelet after node 2's reset: %d entries, %v (before: %d), want it untouched", len(after), err, len(hostKubelet))
 		}
 	})
 }

@@ -31,19 +31,12 @@ func CgroupDirs(mount, root string) ([]string, error) {
 	}
 	var dirs []string
 	for _, e := range ents {
-		if !e.IsDir() || strings.Contains(e.Name(), ",") && !isMountPoint(filepath.Join(mount, e.Name())) {
+		if !e.IsDir() { // "cpu,cpuacct" style names are often symlinks to a hierarchy
 			continue
 		}
 		dirs = append(dirs, filepath.Join(mount, e.Name(), root))
 	}
 	return dirs, nil
-}
-
-// isMountPoint reports whether dir is a directory and not a symlink (the "cpu,cpuacct"
-// style names are often symlinks to the real hierarchy).
-func isMountPoint(dir string) bool {
-	fi, err := os.Lstat(dir)
-	return err == nil && fi.IsDir()
 }
 
 // EnsureCgroupRoot creates the kubelet's cgroup root in every hierarchy (the kubelet

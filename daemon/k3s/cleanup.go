@@ -64,7 +64,16 @@ func Cleanup(ctx context.Context, p Paths, original map[string]string) (CleanupR
 	} else if removed > 0 {
 		rep.Removed = append(rep.Removed, fmt.Sprintf("cgroup root %s (%d directories)", p.CgroupRoot, removed))
 	}
-	n, err := unmountUnder(append([]string{p.StateDir, p.RunDir, "/run/netns/cni-"}, HostDirs...))
+	// A host dir that is itself a mount point was mounted by someone else (an admin, or a
+	// test giving a node private copies): it stays mounted and only its content goes.
+	// Unmounting it would expose, and then remove, what is underneath.
+	keep := map[string]bool{}
+	for _, d := range HostDirs {
+		if isMountPoint(d) {
+			keep[d] = true
+		}
+	}
+	n, err := unmountUnder(append([]string{p.StateDir, p.RunDir, "/run/netns/cni-"}, HostDirs...), keep)
 	rep.Unmounted = n
 	errs = append(errs, err)
 	if ents, _ := filepath.Glob("/run/netns/cni-*"); len(ents) > 0 {
@@ -102,6 +111,14 @@ func Cleanup(ctx context.Context, p Paths, original map[string]string) (CleanupR
 		}
 	}
 	for _, d := range append([]string{p.RunDir, p.StateDir}, HostDirs...) {
+		if keep[d] {
+			if err := removeContents(d); err != nil {
+				errs = append(errs, err)
+			} else {
+				rep.Removed = append(rep.Removed, d+"/*")
+			}
+			continue
+		}
 		if _, err := os.Lstat(d); err == nil {
 			if err := os.RemoveAll(d); err != nil {
 				errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
@@ -203,8 +220,47 @@ func IsLeftover(p Proc, o Owner) bool {
 	return false
 }
 
-// unmountUnder unmounts every mount point at or below one of prefixes, deepest first.
-func unmountUnder(prefixes []string) (int, error) {
+// removeContents removes everything inside dir but dir itself.
+func removeContents(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("clean %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isMountPoint reports whether dir is a mount point in this mount namespace.
+func isMountPoint(dir string) bool {
+	points, err := mountPoints()
+	return err == nil && points[filepath.Clean(dir)]
+}
+
+// mountPoints lists the mount points of this mount namespace.
+func mountPoints() (map[string]bool, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) >= 5 {
+			out[unescapeMount(fields[4])] = true
+		}
+	}
+	return out, sc.Err()
+}
+
+// unmountUnder unmounts every mount point at or below one of prefixes, deepest first,
+// except the mount points in keep themselves (mounts below them do go).
+func unmountUnder(prefixes []string, keep map[string]bool) (int, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return 0, err
@@ -218,6 +274,9 @@ func unmountUnder(prefixes []string) (int, error) {
 			continue
 		}
 		mp := unescapeMount(fields[4])
+		if keep[mp] {
+			continue
+		}
 		for _, pre := range prefixes {
 			if mp == pre || strings.HasPrefix(mp, strings.TrimSuffix(pre, "/")+"/") || (strings.HasSuffix(pre, "-") && strings.HasPrefix(mp, pre)) {
 				points = append(points, mp)

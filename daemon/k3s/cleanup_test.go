@@ -136,3 +136,23 @@ func TestCgroupRoot(t *testing.T) {
 		t.Errorf("CgroupDirs(/) = %v, want none (the host root is never ours)", d)
 	}
 }
+
+// TestHostDirMountPoints: a host dir that is a mount point keeps its mount and loses only
+// its content (what Cleanup does for private kubelet dirs); others are not mount points.
+func TestHostDirMountPoints(t *testing.T) {
+	if !isMountPoint("/proc") {
+		t.Error("isMountPoint(/proc) = false, want true")
+	}
+	dir := t.TempDir()
+	if isMountPoint(dir) {
+		t.Errorf("isMountPoint(%s) = true, want false", dir)
+	}
+	os.MkdirAll(dir+"/pods/x/volumes", 0o755)
+	os.WriteFile(dir+"/cpu_manager_state", []byte("{}"), 0o600)
+	if err := removeContents(dir); err != nil {
+		t.Fatalf("removeContents() = %v", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("after removeContents: %d entries, %v, want the dir empty and still there", len(ents), err)
+	}
+}
