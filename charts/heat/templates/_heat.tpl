@@ -36,10 +36,16 @@ heat_waitcondition_server_url following endpoints.cfn.public unless conf sets th
 {{- include "osd-lib.configChecksum" (dict "ctx" . "files" (include "heat.configFiles" . | fromJson)) -}}
 {{- end -}}
 
-{{/* Environment of the steps talking to Keystone as its admin user. */}}
+{{/*
+Environment of the steps talking to Keystone as its admin user. OS_INTERFACE internal:
+after authenticating, the client uses the catalog's in-cluster identity endpoint rather
+than the public one (a NodePort on the node's address, which the pod need not reach).
+*/}}
 {{- define "heat.adminEnv" -}}
 - name: OS_AUTH_URL
   value: {{ .authURL | quote }}
+- name: OS_INTERFACE
+  value: internal
 - name: OS_IDENTITY_API_VERSION
   value: "3"
 - name: OS_USERNAME
