@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -344,8 +345,9 @@ func JoinSteps(roles []string) map[string]bool {
 
 // joinPlan is the ordered list of idempotent steps that make this host a member: the
 // host preparation steps of the init plan its roles need (JoinSteps), the embedded k3s
-// as an agent of the cluster, its node Ready (with its role labels, set by the kubelet at
-// registration), and the completed join.
+// as an agent of the cluster, its node Ready (with its role labels, RoleLabels, set by
+// the kubelet at registration: the node carries them from its first moment and needs no
+// credentials to label other nodes), and the completed join.
 func (d *Daemon) joinPlan(dec preflight.Decisions, rec joinRecord) []bootstrap.Step {
 	want := JoinSteps(rec.Roles)
 	var steps []bootstrap.Step
@@ -369,7 +371,14 @@ func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string,
 		return false, "running", nil
 	}
 	kc := d.k3sConfig()
-	kc.NodeLabels = cluster.RoleLabels(rec.Roles)
+	labels, err := RoleLabels(rec.Roles)
+	if err != nil {
+		return false, "", err
+	}
+	for k, v := range labels {
+		kc.NodeLabels = append(kc.NodeLabels, k+"="+v)
+	}
+	slices.Sort(kc.NodeLabels)
 	if _, err := k3s.AgentArgs(kc, rec.K3sURL, rec.K3sToken); err != nil {
 		return false, "", fmt.Errorf("the cluster's join information: %w", err)
 	}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -79,61 +78,6 @@ func (d *Daemon) localMember() *cluster.Member {
 		return m
 	}
 	return nil
-}
-
-// RoleLabelsPatch is the merge patch that sets labels on a node (pure).
-func RoleLabelsPatch(labels []string) ([]byte, error) {
-	m := map[string]string{}
-	for _, l := range labels {
-		k, v, ok := cutLabel(l)
-		if !ok {
-			return nil, fmt.Errorf("node label %q: want key=value", l)
-		}
-		m[k] = v
-	}
-	return json.Marshal(map[string]any{"metadata": map[string]any{"labels": m}})
-}
-
-func cutLabel(l string) (string, string, bool) {
-	for i := 0; i < len(l); i++ {
-		if l[i] == '=' {
-			return l[:i], l[i+1:], i > 0
-		}
-	}
-	return "", "", false
-}
-
-// EnsureOwnRoleLabels labels this daemon's own node with every role's labels (the node
-// that ran osd init carries every role). The lead's converge calls it from the
-// kubernetes-node step once the node is Ready; it reports whether it changed the node.
-func (d *Daemon) EnsureOwnRoleLabels(ctx context.Context) (bool, string, error) {
-	cs, err := d.adminClient()
-	if err != nil {
-		return false, "", err
-	}
-	labels := cluster.RoleLabels(cluster.ValidRoles)
-	n, err := cs.CoreV1().Nodes().Get(ctx, d.cfg.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return false, "", fmt.Errorf("read node %s: %w", d.cfg.NodeName, err)
-	}
-	missing := false
-	for _, l := range labels {
-		k, v, _ := cutLabel(l)
-		if n.Labels[k] != v {
-			missing = true
-		}
-	}
-	if !missing {
-		return false, fmt.Sprintf("labels %v", labels), nil
-	}
-	patch, err := RoleLabelsPatch(labels)
-	if err != nil {
-		return false, "", err
-	}
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, d.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return false, "", fmt.Errorf("label node %s: %w", d.cfg.NodeName, err)
-	}
-	return true, fmt.Sprintf("labels %v", labels), nil
 }
 
 // countInstancePods is the default VMCounter: pods on node labelled InstanceLabel.

@@ -35,15 +35,3 @@ func TestDrainTargets(t *testing.T) {
 		t.Errorf("DrainTargets() = %v, want %v", got, want)
 	}
 }
-
-func TestRoleLabelsPatch(t *testing.T) {
-	got, err := RoleLabelsPatch([]string{"openvswitch=enabled", "openstack-gateway=enabled"})
-	if want := `{"metadata":{"labels":{"openstack-gateway":"enabled","openvswitch":"enabled"}}}`; err != nil || string(got) != want {
-		t.Errorf("RoleLabelsPatch() = %s, %v, want %s", got, err, want)
-	}
-	for _, bad := range []string{"novalue", "=x"} {
-		if _, err := RoleLabelsPatch([]string{bad}); err == nil {
-			t.Errorf("RoleLabelsPatch(%q) = nil error, want key=value refused", bad)
-		}
-	}
-}

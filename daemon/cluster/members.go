@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 
@@ -21,31 +20,6 @@ const (
 	NodeAbsent   = "absent"  // no such node in the cluster's Kubernetes
 	NodeUnknown  = "unknown" // the cluster's Kubernetes could not be asked
 )
-
-// roleLabels are the node labels each role puts on its Kubernetes node, so the
-// DaemonSets of that role's services land there.
-var roleLabels = map[string][]string{
-	RoleCompute: {"openstack-compute-node=enabled", "openvswitch=enabled"},
-	RoleNetwork: {"openvswitch=enabled", "openstack-gateway=enabled"},
-	RoleControl: {"openstack-control-plane=enabled"},
-	RoleStorage: {},
-}
-
-// RoleLabels returns the key=value node labels of roles (pure), sorted, without
-// duplicates: compute -> openstack-compute-node and openvswitch, network -> openvswitch and
-// openstack-gateway, control -> openstack-control-plane, each "=enabled"; storage none.
-func RoleLabels(roles []string) []string {
-	var out []string
-	for _, r := range roles {
-		for _, l := range roleLabels[r] {
-			if !slices.Contains(out, l) {
-				out = append(out, l)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
 
 // HeartbeatRequest is the optional body of POST /1.0/cluster/members/{name}/heartbeat.
 type HeartbeatRequest struct {
