@@ -13,14 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
-// InstanceLabel marks the pods that are VMs for CountVMs's default (no pod carries it
-// today: until Nova reports instances per host, the default counts none).
+// InstanceLabel marks pods that are VMs, counted on a Kubernetes-only cluster (no pod
+// carries it today: such a cluster runs no VMs).
 const InstanceLabel = "osd.cloud/instance"
 
 // VMCounter says how many VMs run on a Kubernetes node; osd cluster remove refuses a node
@@ -80,7 +81,39 @@ func (d *Daemon) localMember() *cluster.Member {
 	return nil
 }
 
-// countInstancePods is the default VMCounter: pods on node labelled InstanceLabel.
+// defaultVMCounter asks Nova for the servers on the node when OpenStack runs here (a
+// Kubernetes-only cluster has no VMs but pods labelled InstanceLabel).
+func (d *Daemon) defaultVMCounter(cs kubernetes.Interface) VMCounter {
+	return func(ctx context.Context, node string) (int, error) {
+		if goal, _, _ := d.db.GetConfig(ctx, configGoal); goal == goalKubernetes {
+			return countInstancePods(cs)(ctx, node)
+		}
+		c, err := d.cloudClient(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("count the VMs on %s: %w (osd cluster remove --force skips the check)", node, err)
+		}
+		servers, err := c.ListServers(ctx, true)
+		if err != nil {
+			return 0, fmt.Errorf("count the VMs on %s: %w (osd cluster remove --force skips the check)", node, err)
+		}
+		return ServersOnHost(servers, node), nil
+	}
+}
+
+// ServersOnHost counts the servers Nova placed on compute host (pure): every server whose
+// host is that node, whatever its state but deleted (the node's k3s node name is the
+// nova-compute host name).
+func ServersOnHost(servers []cloud.Server, host string) int {
+	n := 0
+	for _, s := range servers {
+		if s.Host == host && s.Status != "DELETED" && s.Status != "SOFT_DELETED" {
+			n++
+		}
+	}
+	return n
+}
+
+// countInstancePods is the VMCounter of a Kubernetes-only cluster: pods on node labelled InstanceLabel.
 func countInstancePods(cs kubernetes.Interface) VMCounter {
 	return func(ctx context.Context, node string) (int, error) {
 		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: InstanceLabel, FieldSelector: "spec.nodeName=" + node})
@@ -114,11 +147,14 @@ func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error 
 	}
 	count := d.countVMs
 	if count == nil {
-		count = countInstancePods(cs)
+		count = d.defaultVMCounter(cs)
 	}
 	vms, err := count(ctx, name)
 	if err != nil {
 		return err
+	}
+	if force && vms > 0 {
+		slog.Warn("removing a node with VMs (forced)", "node", name, "vms", vms)
 	}
 	if vms > 0 && !force {
 		return rest.Errorf(rest.ErrConflict, "%d VMs run on %s: migrate or delete them first, or remove it anyway with --force (their VMs are lost)", vms, name)

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/osdcloud/osd/bootstrap/cloud"
 )
 
 func TestDrainTargets(t *testing.T) {
@@ -33,5 +35,23 @@ func TestDrainTargets(t *testing.T) {
 	}
 	if want := []string{"api", "bare"}; !slices.Equal(got, want) {
 		t.Errorf("DrainTargets() = %v, want %v", got, want)
+	}
+}
+
+func TestServersOnHost(t *testing.T) {
+	servers := []cloud.Server{
+		{Name: "a", Host: "node2", Status: "ACTIVE"},
+		{Name: "b", Host: "node2", Status: "SHUTOFF"},
+		{Name: "c", Host: "node2", Status: "DELETED"},
+		{Name: "d", Host: "node1", Status: "ACTIVE"},
+		{Name: "e", Host: "", Status: "BUILD"},
+	}
+	for _, c := range []struct {
+		host string
+		want int
+	}{{"node2", 2}, {"node1", 1}, {"node3", 0}} {
+		if got := ServersOnHost(servers, c.host); got != c.want {
+			t.Errorf("ServersOnHost(%s) = %d, want %d", c.host, got, c.want)
+		}
 	}
 }

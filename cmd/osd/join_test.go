@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/osdcloud/osd/daemon/cluster"
+)
+
+func TestReadToken(t *testing.T) {
+	for _, c := range []struct {
+		arg, stdin, want, wantErr string
+	}{
+		{"  abc \n", "", "abc", ""},
+		{"-", "tok123\nignored\n", "tok123", ""},
+		{"-", "tok-no-newline", "tok-no-newline", ""},
+		{"-", "\n", "", "no join token on standard input"},
+	} {
+		got, err := readToken(c.arg, strings.NewReader(c.stdin))
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("readToken(%q, %q) = %q, %v, want error %q", c.arg, c.stdin, got, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("readToken(%q, %q) = %q, %v, want %q", c.arg, c.stdin, got, err, c.want)
+		}
+	}
+}
+
+func TestMemberRow(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	beat := now.Add(-42 * time.Second)
+	for _, c := range []struct {
+		m    cluster.Member
+		want string
+	}{
+		{cluster.Member{Name: "node2", Address: "10.0.0.2:8443", Roles: []string{"compute", "network"}, NodeState: "Ready", Version: "v1", LastHeartbeat: &beat},
+			"node2\t10.0.0.2:8443\tcompute,network\tReady\tv1\t42s ago"},
+		{cluster.Member{Name: "node3", NodeState: "absent"}, "node3\t-\t-\tabsent\t-\tnever"},
+		{cluster.Member{Name: "node1", Local: true, LastHeartbeat: &now, NodeState: "Ready"}, "node1\t-\t-\tReady\t-\t(this node)"},
+	} {
+		if got := memberRow(c.m, now); got != c.want {
+			t.Errorf("memberRow(%s) = %q, want %q", c.m.Name, got, c.want)
+		}
+	}
+}
