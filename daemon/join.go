@@ -41,6 +41,9 @@ const (
 // DefaultJoinRoles are the roles of a joining node when none are asked for.
 var DefaultJoinRoles = []string{cluster.RoleCompute, cluster.RoleNetwork}
 
+// joinNodeTimeout bounds the wait for a joining node to become Ready.
+var joinNodeTimeout = 10 * time.Minute
+
 // heartbeatInterval is how often a member tells the cluster it is alive.
 var heartbeatInterval = 15 * time.Second
 
@@ -358,7 +361,13 @@ func (d *Daemon) joinPlan(dec preflight.Decisions, rec joinRecord) []bootstrap.S
 	}
 	return append(steps,
 		bootstrap.Step{Name: "kubernetes-agent", Run: func(ctx context.Context) (bool, string, error) { return d.ensureAgent(ctx, rec) }},
-		bootstrap.Step{Name: "kubernetes-node", Run: d.waitNodeReady},
+		bootstrap.Step{Name: "kubernetes-node", Run: func(ctx context.Context) (bool, string, error) {
+			// A node that cannot reach the cluster fails the join (osd join resumes it)
+			// rather than waiting for ever.
+			ctx, cancel := context.WithTimeout(ctx, joinNodeTimeout)
+			defer cancel()
+			return d.waitNodeReady(ctx)
+		}},
 		bootstrap.Step{Name: "cluster-member", Run: func(ctx context.Context) (bool, string, error) { return d.completeJoin(ctx) }},
 	)
 }
