@@ -34,6 +34,10 @@ const (
 	goalKubernetes = "kubernetes"
 )
 
+// configVirtType is the hypervisor type the last preflight chose (kvm or qemu); nova-compute
+// is configured with it.
+const configVirtType = "hypervisor.virt_type"
+
 // InitRequest is the body of POST /1.0/init.
 type InitRequest struct {
 	// KubernetesOnly stops after the embedded Kubernetes node is Ready (no OpenStack).
@@ -150,6 +154,9 @@ func (d *Daemon) converge(ctx context.Context, run string) error {
 	goal, _, err := d.db.GetConfig(ctx, configGoal)
 	if err != nil {
 		return err
+	}
+	if err := d.db.SetConfig(ctx, configVirtType, rep.Decisions.VirtType); err != nil {
+		return fmt.Errorf("record virt_type: %w", err)
 	}
 	steps := d.plan(rep.Decisions, goal != goalKubernetes)
 	return bootstrap.Execute(ctx, d.db, run, steps, func(e bootstrap.Event) {

@@ -30,7 +30,7 @@ import (
 )
 
 // deployImages are the images the services osd deploys today run from.
-var deployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "openstack", "ovn"}
+var deployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "openstack", "ovn", "compute"}
 
 // builder is the daemon's image builder (one per daemon, shared by init and the API).
 func (d *Daemon) builder() *images.Builder {
@@ -202,6 +202,14 @@ func (d *Daemon) deploymentSpec() (deploy.DeploymentSpec, error) {
 		"glance":    {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30292)}, "conf": map[string]any{"glance": authURI}, "persistence": volume("glance")}},
 		"placement": {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30778)}, "conf": map[string]any{"placement": authURI}}},
 		"ovn":       {Overrides: map[string]any{"persistence": volume("ovn")}},
+		"nova": {Overrides: map[string]any{
+			"endpoints": map[string]any{"public": public(30774) + "/v2.1"},
+			"virtType":  d.virtType(),
+			"conf": map[string]any{
+				"nova":         map[string]any{"vnc": map[string]any{"novncproxy_base_url": public(30680) + "/vnc_lite.html"}},
+				"controlPlane": authURI,
+			},
+		}},
 		"neutron": {Overrides: map[string]any{
 			"endpoints":     map[string]any{"public": public(30696)},
 			"conf":          map[string]any{"neutron": authURI},
@@ -209,6 +217,16 @@ func (d *Daemon) deploymentSpec() (deploy.DeploymentSpec, error) {
 		}},
 	}
 	return spec, nil
+}
+
+// virtType is the hypervisor type preflight chose for this host (kvm with hardware
+// virtualization, else qemu), as recorded by the last converge.
+func (d *Daemon) virtType() string {
+	v, ok, err := d.db.GetConfig(context.Background(), configVirtType)
+	if err != nil || !ok || v == "" {
+		return "qemu"
+	}
+	return v
 }
 
 // publicIP is the address the services' public endpoints use: the node IP, else the

@@ -37,7 +37,7 @@ func DefaultCatalog() Catalog {
 		{Name: "placement", Chart: "placement", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"openstack"}},
 		{Name: "ovn", Chart: "ovn", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"ovn"}},
 		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"glance", "placement", "ovn"}, Enabled: true, Images: []string{"openstack"}},
-		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"neutron"}, Images: []string{"openstack", "compute"}},
+		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"neutron"}, Enabled: true, Images: []string{"openstack", "compute"}},
 		{Name: "cinder", Chart: "cinder", Namespace: Namespace, DependsOn: []string{"nova"}, Images: []string{"openstack"}},
 		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"cinder"}, Images: []string{"openstack"}},
 		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"heat"}, Images: []string{"openstack"}},
