@@ -52,6 +52,11 @@ func TestOVNChart(t *testing.T) {
 	if got := kinds(objs); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("Template(ovn) = %v, want %v", got, want)
 	}
+	for name, ip := range map[string]string{"ovn-nb": "10.43.0.41", "ovn-sb": "10.43.0.42"} {
+		if got := typed["Service/"+name].(*corev1.Service).Spec.ClusterIP; got != ip {
+			t.Errorf("Service %s clusterIP = %q, want %s (neutron's config uses it)", name, got, ip)
+		}
+	}
 	central := typed["Deployment/ovn-central"].(*appsv1.Deployment)
 	if central.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("ovn-central strategy = %s, want Recreate (one writer per database)", central.Spec.Strategy.Type)
@@ -220,7 +225,7 @@ func TestNeutronChart(t *testing.T) {
 		"neutron.conf": {"core_plugin = ml2\n", "service_plugins = ovn-router\n", "transport_url = rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/\n",
 			"connection = mysql+pymysql://neutron:@@NEUTRON_DB_PASSWORD@@@mariadb.openstack.svc/neutron\n", "[nova]\n", "password = @@NOVA_KEYSTONE_PASSWORD@@\n"},
 		"ml2_conf.ini": {"mechanism_drivers = ovn\n", "tenant_network_types = geneve\n", "flat_networks = physnet1\n",
-			"ovn_nb_connection = tcp:ovn-nb.openstack.svc.cluster.local:6641\n", "ovn_sb_connection = tcp:ovn-sb.openstack.svc.cluster.local:6642\n", "ovn_metadata_enabled = true\n"},
+			"ovn_nb_connection = tcp:10.43.0.41:6641\n", "ovn_sb_connection = tcp:10.43.0.42:6642\n", "ovn_metadata_enabled = true\n"},
 		"metadata_agent.ini": {"nova_metadata_host = nova-metadata.openstack.svc.cluster.local\n", "metadata_proxy_shared_secret = @@METADATA_SECRET@@\n", "ovsdb_connection = unix:/run/openvswitch/db.sock\n"},
 	} {
 		for _, w := range wants {

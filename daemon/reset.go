@@ -66,6 +66,7 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 		ovs := netsetup.DefaultOVSConfig()
 		var ext netsetup.ExternalNetwork
 		json.Unmarshal([]byte(conf[configExternal]), &ext)
+		errs = append(errs, resetCloud(ctx, ovs.Socket(), out)...)
 		if fileExists(ovs.Socket()) {
 			host := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(cfg.StateDir, "host")}
 			if err := netsetup.Teardown(ctx, host, netsetup.Spec{Datapath: ovs.Datapath, External: ext}); err != nil {
