@@ -170,3 +170,23 @@ func TestWorkloadHealth(t *testing.T) {
 		})
 	}
 }
+
+func TestReasonLine(t *testing.T) {
+	for _, tt := range []struct {
+		name, log, want string
+	}{
+		{"plain", "starting\nfatal: no config\n\n", "fatal: no config"},
+		{"oslo traceback ending in a colour reset",
+			"2026-11-21 15:24:26.759 1 ERROR neutron     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)\n" +
+				"2026-11-21 15:24:26.759 1 ERROR neutron AttributeError: 'NoneType' object has no attribute 'setsockopt'\n" +
+				"2026-11-21 15:24:26.759 1 ERROR neutron \x1b[00m\n",
+			"AttributeError: 'NoneType' object has no attribute 'setsockopt'"},
+		{"oslo with request id", "2026-11-21 15:24:26.759 7 WARNING nova.scheduler [req-1 - - - - -] No valid host\n", "No valid host"},
+		{"colours only", "\x1b[01;31mred\x1b[00m\n", "red"},
+		{"empty", "", ""},
+	} {
+		if got := ReasonLine(tt.log); got != tt.want {
+			t.Errorf("ReasonLine(%s) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

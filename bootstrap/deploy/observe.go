@@ -2,9 +2,9 @@ package deploy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -159,10 +159,26 @@ func (c *Controller) lastLogLine(ctx context.Context, ns string, ref ContainerRe
 	if err != nil {
 		return ""
 	}
+	return ReasonLine(string(b))
+}
+
+var (
+	ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+	// oslo.log's prefix: "2026-11-21 15:24:26.759 1 ERROR neutron " (date, time, pid, level, logger).
+	osloPrefix = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ (CRITICAL|ERROR|WARNING|INFO|DEBUG|TRACE) \S+( \[[^\]]*\])? ?`)
+)
+
+// ReasonLine picks the line of a log tail that says why a container stopped: the last line
+// with text once terminal colour codes and oslo.log's date/pid/level/logger prefix are gone
+// (a Python traceback ends with the exception), at most 300 bytes.
+func ReasonLine(log string) string {
 	last := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
+		l := ansiEscape.ReplaceAllString(sc.Text(), "")
+		l = strings.TrimSpace(osloPrefix.ReplaceAllString(strings.TrimSpace(l), ""))
+		if l != "" {
 			last = l
 		}
 	}
