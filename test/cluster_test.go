@@ -124,7 +124,8 @@ func (n *nsNode) start() {
 	cmd := n.nsenter(n.bin, "--state-dir", n.stateDir(), "--run-dir", n.runDir(), "daemon",
 		"--node-name", n.name, "--node-ip", n.ip, "--https-address", n.ip+":8443", "--cache-dir", filepath.Join(n.base, "cache"))
 	cmd.Stdout, cmd.Stderr = &n.log, &n.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The daemon dies with the test process even when that is killed before its cleanup.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("start daemon of %s: %v", n.name, err)
 	}
@@ -171,7 +172,7 @@ func (n *nsNode) processes() []int {
 			continue
 		}
 		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if mountNSOf(pid) == n.mntNS || strings.Contains(string(cg), ":"+n.cgroup+"/") {
+		if n.mntNS != "" && mountNSOf(pid) == n.mntNS || strings.Contains(string(cg), ":"+n.cgroup+"/") {
 			pids = append(pids, pid)
 		}
 	}
