@@ -208,7 +208,7 @@ func TestNovaRender(t *testing.T) {
 		}
 		wantInits := []string{"config-render", "wait-db"} // the control plane waits for the Job's db syncs
 		if compute {
-			wantInits = []string{"config-render"}
+			wantInits = []string{"config-render", "state-dirs"} // instances_path must exist before nova-compute starts
 		}
 		if len(pod.Containers) != 1 || !reflect.DeepEqual(inits, wantInits) {
 			t.Errorf("%s init containers %v and %d containers, want %v then one", name, inits, len(pod.Containers), wantInits)
