@@ -224,7 +224,9 @@ func (a *applier) upload(ctx context.Context, op Op) error {
 		if err != nil {
 			return err
 		}
-		req.DiskFormat, req.ContainerFormat = "ami", "ami"
+		// A raw disk of zeros naming the kernel and ramdisk: Nova checks image content against
+		// disk_format before it boots (an "ami" of zeros is refused as "does not match").
+		req.DiskFormat, req.ContainerFormat = "raw", "bare"
 		req.Properties["kernel_id"], req.Properties["ramdisk_id"] = k, r
 		if s.CommandLine != "" {
 			req.Properties["os_command_line"] = s.CommandLine
