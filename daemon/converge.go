@@ -274,6 +274,11 @@ func (d *Daemon) postInit(r *http.Request) rest.Response {
 	if err := rest.DecodeJSON(r, &req, 4096); err != nil {
 		return rest.ErrorResponse(err)
 	}
+	if st, ok, err := d.db.GetConfig(r.Context(), configJoin); err != nil {
+		return rest.ErrorResponse(err)
+	} else if ok && st != joinRemoved {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this host is %s a cluster (osd join): osd init would make it a second, separate cloud; run osd reset first to leave", map[string]string{joinJoining: "joining", joinMember: "a member of"}[st]))
+	}
 	goal := goalOpenStack
 	if req.KubernetesOnly {
 		goal = goalKubernetes

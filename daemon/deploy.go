@@ -202,6 +202,10 @@ func (d *Daemon) deploymentSpec() (deploy.DeploymentSpec, error) {
 		"glance":    {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30292)}, "conf": map[string]any{"glance": authURI}, "persistence": volume("glance")}},
 		"placement": {Overrides: map[string]any{"endpoints": map[string]any{"public": public(30778)}, "conf": map[string]any{"placement": authURI}}},
 		"ovn":       {Overrides: map[string]any{"persistence": volume("ovn")}},
+		"heat": {Overrides: map[string]any{
+			"endpoints": map[string]any{"heat": map[string]any{"public": public(30004)}, "cfn": map[string]any{"public": public(30000)}},
+			"conf":      map[string]any{"heat": authURI},
+		}},
 		"nova": {Overrides: map[string]any{
 			"endpoints": map[string]any{"public": public(30774) + "/v2.1"},
 			"virtType":  d.virtType(),

@@ -62,7 +62,9 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 		}
 	}
 	var errs []error
-	if conf[configInitialized] == "true" {
+	// A host prepared by osd init or by osd join (compute and network roles set up OVS,
+	// libvirt and the external network too).
+	if conf[configInitialized] == "true" || conf[configJoin] != "" {
 		ovs := netsetup.DefaultOVSConfig()
 		var ext netsetup.ExternalNetwork
 		json.Unmarshal([]byte(conf[configExternal]), &ext)

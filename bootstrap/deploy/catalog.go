@@ -24,8 +24,8 @@ type Catalog struct {
 // workloads live.
 const Namespace = "openstack"
 
-// DefaultCatalog is osd's service DAG (DESIGN.md "Dependency order"). Services after
-// keystone are listed with their dependencies but disabled until their charts exist.
+// DefaultCatalog is osd's service DAG (DESIGN.md "Dependency order"). Cinder is listed
+// but disabled until its chart exists (storage); Heat does not wait for it.
 func DefaultCatalog() Catalog {
 	return Catalog{Services: []Service{
 		{Name: "coredns", Chart: "coredns", Namespace: "kube-system", Enabled: true, Images: []string{"coredns"}},
@@ -39,8 +39,8 @@ func DefaultCatalog() Catalog {
 		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"glance", "placement", "ovn"}, Enabled: true, Images: []string{"openstack"}},
 		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"neutron"}, Enabled: true, Images: []string{"openstack", "compute"}},
 		{Name: "cinder", Chart: "cinder", Namespace: Namespace, DependsOn: []string{"nova"}, Images: []string{"openstack"}},
-		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"cinder"}, Images: []string{"openstack"}},
-		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"heat"}, Images: []string{"openstack"}},
+		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"nova"}, Enabled: true, Images: []string{"openstack"}},
+		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"heat"}, Enabled: true, Images: []string{"openstack"}},
 	}}
 }
 

@@ -53,6 +53,7 @@ func newDaemonCmd(g *globals) *cobra.Command {
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "address the node advertises (default: the address of the default route)")
 	f.BoolVar(&cfg.KeepWorkloads, "keep-workloads", false, "leave pod containers running when the daemon stops (for upgrades)")
 	f.StringVar(&cfg.HTTPSAddress, "https-address", daemon.DefaultHTTPSAddress, "the remote API's address (mutual TLS; none to disable)")
+	f.StringVar(&cfg.CgroupRoot, "cgroup-root", "", "the kubelet's cgroup root, for more than one node on a host (default: env OSD_CGROUP_ROOT, else the root)")
 	f.BoolVar(&debug, "debug", false, "log at debug level")
 	return cmd
 }
