@@ -98,7 +98,7 @@ func Apply(ctx context.Context, c *Client, want Desired, obs Observed, ops []Op,
 	if want.Images != nil {
 		for _, im := range sortedImages(obs.Images) {
 			role := roleOf(*want.Images, im.Name)
-			if _, ok := a.images[role]; !ok && im.Status == "active" && im.GuestKey == want.Images.Key {
+			if _, ok := a.images[role]; !ok && im.Status == "active" && im.GuestKey == want.Images.Key && im.DiskFormat == diskFormats[role] {
 				a.images[role] = im.ID
 			}
 		}
@@ -206,6 +206,9 @@ func isBadRequestAlready(err error) bool {
 	return err != nil && statusOf(err) == 400 && asAPIError(err, &ae) && bytes.Contains([]byte(ae.Message), []byte("already"))
 }
 
+// diskFormats are the images' formats by role.
+var diskFormats = map[string]string{"kernel": "aki", "ramdisk": "ari", "machine": MachineDiskFormat}
+
 func (a *applier) upload(ctx context.Context, op Op) error {
 	s := a.want.Images
 	req := ImageRequest{Name: op.Name, Properties: map[string]string{"osd_guest_key": s.Key}}
@@ -226,7 +229,7 @@ func (a *applier) upload(ctx context.Context, op Op) error {
 		}
 		// A raw disk of zeros naming the kernel and ramdisk: Nova checks image content against
 		// disk_format before it boots (an "ami" of zeros is refused as "does not match").
-		req.DiskFormat, req.ContainerFormat = "raw", "bare"
+		req.DiskFormat, req.ContainerFormat = MachineDiskFormat, MachineContainerFormat
 		req.Properties["kernel_id"], req.Properties["ramdisk_id"] = k, r
 		if s.CommandLine != "" {
 			req.Properties["os_command_line"] = s.CommandLine

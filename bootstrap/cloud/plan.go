@@ -35,7 +35,11 @@ type RuleSpec struct {
 }
 
 // ImagesSpec is the guest test image to upload: a kernel (aki), a ramdisk
-// (ari) and a machine image (ami) naming both.
+// (ari) and a machine image naming both in its kernel_id and ramdisk_id
+// properties. The machine image is a small raw disk of zeros, not an AMI:
+// Nova 26 with the CVE-2024-32498 fix (Debian's) inspects a root disk's
+// content, qemu-img calls it raw, and it refuses an AMI ("Image content
+// does not match disk_format"); Nova boots kernel_id/ramdisk_id of any format.
 type ImagesSpec struct {
 	Kernel, Ramdisk, Machine string // image names
 	KernelPath, RamdiskPath  string // files
@@ -54,6 +58,12 @@ type Desired struct {
 	Rules         []RuleSpec
 	Images        *ImagesSpec // nil: no images
 }
+
+// MachineDiskFormat and MachineContainerFormat are the machine image's formats.
+const (
+	MachineDiskFormat      = "raw"
+	MachineContainerFormat = "bare"
+)
 
 // Default names and sizes.
 const (
@@ -309,13 +319,12 @@ func planImages(have []Image, want ImagesSpec) []Op {
 			uploads = append(uploads, Op{Kind: OpUploadImage, Name: name, Target: roleOf(want, name)})
 		}
 	}
-	any := func(Image) bool { return true }
-	pick(want.Kernel, any)
-	pick(want.Ramdisk, any)
+	pick(want.Kernel, func(im Image) bool { return im.DiskFormat == diskFormats["kernel"] })
+	pick(want.Ramdisk, func(im Image) bool { return im.DiskFormat == diskFormats["ramdisk"] })
 	pick(want.Machine, func(im Image) bool {
 		k, kok := keep[want.Kernel]
 		r, rok := keep[want.Ramdisk]
-		return kok && rok && im.KernelID == k.ID && im.RamdiskID == r.ID
+		return kok && rok && im.KernelID == k.ID && im.RamdiskID == r.ID && im.DiskFormat == MachineDiskFormat
 	})
 	return append(uploads, deletes...)
 }

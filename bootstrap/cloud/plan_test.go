@@ -67,9 +67,9 @@ func converged() Observed {
 			{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortMin: intp(22), PortMax: intp(22), RemoteIPPrefix: "0.0.0.0/0"},
 		}},
 		Images: []Image{
-			{ID: "k1", Name: "osd-test-kernel", Status: "active", GuestKey: "key1"},
-			{ID: "r1", Name: "osd-test-ramdisk", Status: "active", GuestKey: "key1"},
-			{ID: "m1", Name: "osd-test", Status: "active", GuestKey: "key1", KernelID: "k1", RamdiskID: "r1"},
+			{ID: "k1", Name: "osd-test-kernel", Status: "active", GuestKey: "key1", DiskFormat: "aki"},
+			{ID: "r1", Name: "osd-test-ramdisk", Status: "active", GuestKey: "key1", DiskFormat: "ari"},
+			{ID: "m1", Name: "osd-test", Status: "active", GuestKey: "key1", KernelID: "k1", RamdiskID: "r1", DiskFormat: "raw"},
 		},
 	}
 }
@@ -129,8 +129,10 @@ func TestPlan(t *testing.T) {
 		{"kernel replaced by hand", func(o *Observed, _ *Desired) { o.Images[0].ID = "k9" },
 			"upload-image osd-test; delete-image osd-test (m1)"},
 		{"duplicate machine image", func(o *Observed, _ *Desired) {
-			o.Images = append(o.Images, Image{ID: "m2", Name: "osd-test", Status: "active", GuestKey: "key1", KernelID: "k1", RamdiskID: "r1"})
+			o.Images = append(o.Images, Image{ID: "m2", Name: "osd-test", Status: "active", GuestKey: "key1", KernelID: "k1", RamdiskID: "r1", DiskFormat: "raw"})
 		}, "delete-image osd-test (m2)"},
+		{"machine image was an AMI", func(o *Observed, _ *Desired) { o.Images[2].DiskFormat = "ami" },
+			"upload-image osd-test; delete-image osd-test (m1)"},
 		{"no images wanted", func(o *Observed, d *Desired) { d.Images = nil; o.Images = nil }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
