@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -202,6 +203,22 @@ func TestDevCloudLaunch(t *testing.T) {
 	}
 	if !res.Reachable || res.FloatingIP == "" || res.FixedIP == "" {
 		t.Errorf("Launch() = %+v, want reachable with fixed and floating IPs", res)
+	}
+	// The security group lets TCP 22 in; the guest answers it with a banner.
+	var banner []byte
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(res.FloatingIP, "22"), 3*time.Second)
+		if err == nil {
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			banner, err = io.ReadAll(conn)
+			conn.Close()
+		}
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.Contains(string(banner), "TCP works") {
+		t.Errorf("TCP %s:22 answered %q, want the guest's banner", res.FloatingIP, banner)
 	}
 	out, err := c.ConsoleOutput(ctx, res.ID, 0)
 	if err != nil || !strings.Contains(out, "osd-guest: eth0 "+res.FixedIP+"/") {

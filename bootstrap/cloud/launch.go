@@ -180,8 +180,8 @@ func (l Launcher) Launch(ctx context.Context, req LaunchRequest, emit func(strin
 		if err := l.Probe.Ping(ctx, res.FloatingIP); err == nil {
 			res.Reachable = true
 			res.PingIn = time.Since(start).Round(100 * time.Millisecond).String()
-			res.Reach = fmt.Sprintf("ping %s; nc %s 22 (the test guest answers TCP on 22 and HTTP on 80: curl http://%s/); console: openstack console log show %s",
-				res.FloatingIP, res.FloatingIP, res.FloatingIP, srv.ID)
+			res.Reach = fmt.Sprintf("ping %s; nc %s 22 (the test guest has no SSH: port 22 answers with a banner, port 80 with HTTP where the security group allows it); console log: openstack console log show %s",
+				res.FloatingIP, res.FloatingIP, srv.ID)
 			emit(fmt.Sprintf("server %s: %s answers ping (%s after create)", req.Name, res.FloatingIP, res.PingIn))
 			return res, nil
 		}
