@@ -20,8 +20,9 @@ import (
 
 // BenchmarkOpenStack measures a full osd init on a fresh state dir (images from the cache
 // dir when built before), by phase; a no-op re-run; the proportional memory (PSS) of the
-// whole stack once idle; and Keystone token issue latency over 100 requests. It reports
-// metrics (make bench with OSD_E2E=1); it asserts nothing.
+// whole stack once idle; Keystone token issue latency over 100 requests; the first server
+// (init start to ACTIVE, create to ping of its floating IP); `openstack server list`.
+// It reports metrics (make bench with OSD_E2E=1).
 func BenchmarkOpenStack(b *testing.B) {
 	requireE2E(b)
 	if os.Getenv("OSD_BENCH") == "" {
@@ -59,8 +60,49 @@ func BenchmarkOpenStack(b *testing.B) {
 	}
 	b.ReportMetric(float64(p50.Milliseconds()), "ms-token-p50")
 	b.ReportMetric(float64(p99.Milliseconds()), "ms-token-p99")
-	fmt.Printf("openstack: init %s, no-op %s, stack PSS %d MiB, token p50 %s p99 %s\n",
-		total.Round(time.Second), noop.Round(time.Millisecond), pss/1024, p50, p99)
+
+	// The first server: init start to ACTIVE, and boot (create) to the host's ping of its
+	// floating IP.
+	t2 := time.Now()
+	out, err := n.openstack("server", "create", "--flavor", "m1.tiny", "--image", "osd-test", "--network", "osd-net", "--wait", "-f", "value", "-c", "id", "bench-server")
+	if err != nil {
+		b.Fatalf("server create: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(out)
+	active := time.Since(t2)
+	defer n.openstack("server", "delete", "--wait", id)
+	fipOut, err := n.openstack("floating", "ip", "create", "external", "-f", "value", "-c", "floating_ip_address")
+	if err != nil {
+		b.Fatalf("floating ip create: %v\n%s", err, fipOut)
+	}
+	fip := strings.TrimSpace(fipOut)
+	defer n.openstack("floating", "ip", "delete", fip)
+	if out, err := n.openstack("server", "add", "floating", "ip", id, fip); err != nil {
+		b.Fatalf("add floating ip: %v\n%s", err, out)
+	}
+	if _, err := waitPing(fip, 5*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	bootToPing := time.Since(t2)
+	b.ReportMetric((total + active).Seconds(), "s-init-to-first-active")
+	b.ReportMetric(active.Seconds(), "s-server-active")
+	b.ReportMetric(bootToPing.Seconds(), "s-server-create-to-ping")
+
+	// `openstack server list` as users run it (Python start-up included), 10 times.
+	var cli []time.Duration
+	for i := 0; i < 10; i++ {
+		t := time.Now()
+		if out, err := n.openstack("server", "list"); err != nil {
+			b.Fatalf("server list: %v\n%s", err, out)
+		}
+		cli = append(cli, time.Since(t))
+	}
+	sort.Slice(cli, func(i, j int) bool { return cli[i] < cli[j] })
+	b.ReportMetric(float64(cli[len(cli)/2].Milliseconds()), "ms-server-list-cli-p50")
+
+	fmt.Printf("openstack: init %s, no-op %s, stack PSS %d MiB, token p50 %s p99 %s; first server ACTIVE %s after init (%s from init start), ping %s after create; openstack server list p50 %s\n",
+		total.Round(time.Second), noop.Round(time.Millisecond), pss/1024, p50, p99,
+		active.Round(time.Millisecond), (total + active).Round(time.Second), bootToPing.Round(time.Millisecond), cli[len(cli)/2].Round(time.Millisecond))
 }
 
 // stackPSS sums the proportional set size (KiB) of every process of the stack: the daemon

@@ -56,10 +56,11 @@ func (n *node) openstack(args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestOpenStackE2E deploys the foundation services and Keystone with osd init, kills the
-// daemon in the middle of the deployment, restarts it and re-runs osd init, and checks
-// that the cloud converged with nothing duplicated, that Debian's openstack client gets a
-// token with the written clouds.yaml, and that a further osd init changes no release.
+// TestOpenStackE2E deploys the whole cloud with osd init, kills the daemon in the middle
+// of the deployment, restarts it and re-runs osd init, and checks that the cloud converged
+// with nothing duplicated, that Debian's openstack client gets a token with the written
+// clouds.yaml, that servers boot and answer on their floating IPs (checkCloud), and that a
+// further osd init changes no release.
 func TestOpenStackE2E(t *testing.T) {
 	requireE2E(t)
 	n := newNode(t)
@@ -113,7 +114,7 @@ func TestOpenStackE2E(t *testing.T) {
 	if err := n.query("deployment", &dep); err != nil {
 		t.Fatal(err)
 	}
-	for _, svc := range []string{"coredns", "mariadb", "rabbitmq", "memcached", "keystone", "glance", "placement"} {
+	for _, svc := range []string{"coredns", "mariadb", "rabbitmq", "memcached", "keystone", "glance", "placement", "ovn", "neutron", "nova", "heat", "horizon"} {
 		if ch, ok := dep.Children[svc]; !ok || ch.State != deploy.StateReady {
 			t.Errorf("release %s = %+v, want ready", svc, ch)
 		}
@@ -187,6 +188,8 @@ func TestOpenStackE2E(t *testing.T) {
 			t.Errorf("identity endpoints = %v, want one admin, internal and public", lines)
 		}
 	})
+
+	checkCloud(t, n)
 
 	t.Run("re-run changes nothing", func(t *testing.T) {
 		before := revisions(dep)
