@@ -163,6 +163,9 @@ func (l Launcher) Launch(ctx context.Context, req LaunchRequest, emit func(strin
 	}
 	fip, err := l.floatingIP(ctx, ext.ID, port.ID)
 	if err != nil {
+		if strings.Contains(err.Error(), "ExternalGatewayForFloatingIPNotFound") {
+			return res, fmt.Errorf("floating IP for %s: no router connects network %s to the external network %s (day-one's osd-router does it for osd-net): %w", req.Name, tenant.Name, ext.Name, err)
+		}
 		return res, fmt.Errorf("floating IP for %s: %w", req.Name, err)
 	}
 	res.FloatingIP = fip.FloatingIPAddress
