@@ -64,13 +64,20 @@ func checkHorizon(t *testing.T, baseURL, user, password, wantInstance, artifactD
 // horizonChromium finds Debian's chromium (or a chromium-browser) or fails with the apt hint.
 func horizonChromium(t testing.TB) string {
 	t.Helper()
+	p, ok := horizonFindChromium()
+	if !ok {
+		t.Fatalf("no chromium or chromium-browser on PATH: %s", horizonAptHint)
+	}
+	return p
+}
+
+func horizonFindChromium() (string, bool) {
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
-			return p
+			return p, true
 		}
 	}
-	t.Fatalf("no chromium or chromium-browser on PATH: %s", horizonAptHint)
-	return ""
+	return "", false
 }
 
 // horizonCheck is one check's input.
@@ -824,8 +831,8 @@ func requireHorizonCleanedUp(t *testing.T, run horizonRun) {
 }
 
 func TestHorizonCheckFailsWhereItMust(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skipf("no chromium: %s", horizonAptHint)
+	if _, ok := horizonFindChromium(); !ok {
+		t.Skipf("no chromium or chromium-browser on PATH: %s", horizonAptHint)
 	}
 	password := horizonSecret(t)
 	for _, tc := range []struct {
