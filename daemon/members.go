@@ -159,6 +159,22 @@ func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error 
 	if vms > 0 && !force {
 		return rest.Errorf(rest.ErrConflict, "%d VMs run on %s: migrate or delete them first, or remove it anyway with --force (their VMs are lost)", vms, name)
 	}
+	// Nova first: no new server lands on a compute host that is leaving.
+	if goal, _, _ := d.db.GetConfig(ctx, configGoal); goal != goalKubernetes {
+		if c, err := d.cloudClient(ctx); err != nil {
+			if !force {
+				return fmt.Errorf("disable nova-compute on %s: %w", name, err)
+			}
+			slog.Warn("cannot reach Nova to disable the node's compute service (forced)", "node", name, "err", err)
+		} else if changed, err := c.DisableComputeService(ctx, name, "osd cluster remove"); err != nil {
+			if !force {
+				return fmt.Errorf("disable nova-compute on %s: %w", name, err)
+			}
+			slog.Warn("cannot disable the node's compute service (forced)", "node", name, "err", err)
+		} else if changed {
+			slog.Info("disabled nova-compute", "node", name)
+		}
+	}
 	patch := []byte(`{"spec":{"unschedulable":true}}`)
 	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("cordon %s: %w", name, err)

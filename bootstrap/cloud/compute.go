@@ -147,3 +147,40 @@ func (c *Client) ConsoleURL(ctx context.Context, id string) (string, error) {
 	}
 	return out.RemoteConsole.URL, nil
 }
+
+// ComputeService is one row of Nova's os-services for a nova-compute.
+type ComputeService struct {
+	Host           string `json:"host"`
+	Binary         string `json:"binary"`
+	Status         string `json:"status"` // enabled | disabled
+	State          string `json:"state"`  // up | down
+	DisabledReason string `json:"disabled_reason"`
+}
+
+// ComputeServices lists the nova-compute services on host ("" = every host).
+func (c *Client) ComputeServices(ctx context.Context, host string) ([]ComputeService, error) {
+	var out struct {
+		Services []ComputeService `json:"services"`
+	}
+	q := url.Values{"binary": {"nova-compute"}}
+	if host != "" {
+		q.Set("host", host)
+	}
+	err := c.do(ctx, "GET", compute, "os-services", q, nil, &out)
+	return out.Services, err
+}
+
+// DisableComputeService stops the scheduler from placing servers on host's nova-compute
+// (the API before microversion 2.53 addresses services by host and binary). It reports
+// whether the service was enabled before.
+func (c *Client) DisableComputeService(ctx context.Context, host, reason string) (bool, error) {
+	svcs, err := c.ComputeServices(ctx, host)
+	if err != nil {
+		return false, err
+	}
+	if len(svcs) == 0 || svcs[0].Status == "disabled" {
+		return false, nil
+	}
+	body := map[string]string{"host": host, "binary": "nova-compute", "disabled_reason": reason}
+	return true, c.do(ctx, "PUT", compute, "os-services/disable-log-reason", nil, body, nil)
+}

@@ -133,6 +133,18 @@ func TestDevCloudNovaNeutron(t *testing.T) {
 	if statusOf(err) != 400 || !strings.Contains(err.Error(), "no-such-physnet") {
 		t.Errorf("CreateNetwork(unknown physnet) error = %v, want 400 naming the physical network", err)
 	}
+	svcs, err := c.ComputeServices(ctx, "")
+	if err != nil || len(svcs) == 0 {
+		t.Errorf("ComputeServices() = %v, %v, want the dev cloud's nova-compute", svcs, err)
+	}
+	for _, s := range svcs {
+		if s.Binary != "nova-compute" || s.Host == "" {
+			t.Errorf("ComputeServices() row %+v, want a nova-compute with its host", s)
+		}
+	}
+	if changed, err := c.DisableComputeService(ctx, "no-such-host-"+suffix(t), "test"); changed || err != nil {
+		t.Errorf("DisableComputeService(unknown host) = %v, %v, want false, nil", changed, err)
+	}
 }
 
 // TestDevCloudDayOne runs day-one twice on the dev cloud (OSD_DEVCLOUD_DAYONE=1):
