@@ -63,8 +63,28 @@ than the public one (a NodePort on the node's address, which the pod need not re
     secretKeyRef: {name: keystone-admin, key: password}
 {{- end -}}
 
-{{/* Shell lines waiting until Keystone issues tokens. */}}
+{{/*
+Shell lines defining osc (the openstack client, retried up to 5 times when the connection
+to Keystone drops: uwsgi closes connections, a client may reuse a closed one) and waiting
+until Keystone issues tokens.
+*/}}
 {{- define "heat.waitKeystone" -}}
+osc() {
+  n=0
+  while :; do
+    if out=$(openstack "$@" 2>&1); then
+      [ -z "$out" ] || printf '%s\n' "$out"
+      return 0
+    fi
+    case $out in
+      *"Unable to establish connection"*|*"Connection aborted"*|*"RemoteDisconnected"*|*"Connection reset"*) ;;
+      *) printf '%s\n' "$out" >&2; return 1 ;;
+    esac
+    n=$((n+1))
+    [ "$n" -lt 5 ] || { printf '%s\n' "$out" >&2; return 1; }
+    sleep 1
+  done
+}
 i=0
 until openstack token issue >/dev/null 2>&1; do
   i=$((i+1)); [ "$i" -lt 150 ] || { echo "keystone at $OS_AUTH_URL does not issue tokens"; exit 1; }
@@ -92,23 +112,23 @@ and passes the endpoint URLs as environment variables, so URLs such as
     - |
       {{- include "heat.waitKeystone" . | nindent 6 }}
       if [ -n "$SVC_USER" ]; then
-        openstack project show --domain default service >/dev/null 2>&1 || openstack project create --domain default --description "OpenStack services" service
-        openstack user show --domain default "$SVC_USER" >/dev/null 2>&1 || openstack user create --domain default --password "$SVC_PASSWORD" "$SVC_USER"
-        openstack user set --domain default --password "$SVC_PASSWORD" "$SVC_USER"
-        openstack role add --project service --project-domain default --user "$SVC_USER" --user-domain default admin
+        osc project show --domain default service >/dev/null 2>&1 || osc project create --domain default --description "OpenStack services" service
+        osc user show --domain default "$SVC_USER" >/dev/null 2>&1 || osc user create --domain default --password "$SVC_PASSWORD" "$SVC_USER"
+        osc user set --domain default --password "$SVC_PASSWORD" "$SVC_USER"
+        osc role add --project service --project-domain default --user "$SVC_USER" --user-domain default admin
       fi
-      openstack service show "$SVC_NAME" >/dev/null 2>&1 || openstack service create --name "$SVC_NAME" --description "$SVC_DESCRIPTION" "$SVC_TYPE"
+      osc service show "$SVC_NAME" >/dev/null 2>&1 || osc service create --name "$SVC_NAME" --description "$SVC_DESCRIPTION" "$SVC_TYPE"
       for iface in public internal admin; do
         case $iface in
           public) url=$ENDPOINT_PUBLIC ;;
           internal) url=$ENDPOINT_INTERNAL ;;
           admin) url=$ENDPOINT_ADMIN ;;
         esac
-        id=$(openstack endpoint list --service "$SVC_NAME" --interface "$iface" --region "$OS_REGION_NAME" -f value -c ID | head -n1)
+        id=$(osc endpoint list --service "$SVC_NAME" --interface "$iface" --region "$OS_REGION_NAME" -f value -c ID | head -n1)
         if [ -z "$id" ]; then
-          openstack endpoint create --region "$OS_REGION_NAME" "$SVC_NAME" "$iface" "$url"
-        elif [ "$(openstack endpoint show "$id" -f value -c url)" != "$url" ]; then
-          openstack endpoint set --url "$url" "$id"
+          osc endpoint create --region "$OS_REGION_NAME" "$SVC_NAME" "$iface" "$url"
+        elif [ "$(osc endpoint show "$id" -f value -c url)" != "$url" ]; then
+          osc endpoint set --url "$url" "$id"
         fi
       done
       echo "keystone registration of $SVC_NAME done"
@@ -150,14 +170,14 @@ the stack owner and stack user roles, and the owner role for admin on project ad
     - -ec
     - |
       {{- include "heat.waitKeystone" . | nindent 6 }}
-      openstack domain show "$STACK_DOMAIN" >/dev/null 2>&1 || openstack domain create --description "Heat stack projects and users" "$STACK_DOMAIN"
-      openstack user show --domain "$STACK_DOMAIN" "$DOMAIN_ADMIN" >/dev/null 2>&1 || openstack user create --domain "$STACK_DOMAIN" --password "$DOMAIN_ADMIN_PASSWORD" "$DOMAIN_ADMIN"
-      openstack user set --domain "$STACK_DOMAIN" --password "$DOMAIN_ADMIN_PASSWORD" "$DOMAIN_ADMIN"
-      openstack role add --domain "$STACK_DOMAIN" --user "$DOMAIN_ADMIN" --user-domain "$STACK_DOMAIN" admin
+      osc domain show "$STACK_DOMAIN" >/dev/null 2>&1 || osc domain create --description "Heat stack projects and users" "$STACK_DOMAIN"
+      osc user show --domain "$STACK_DOMAIN" "$DOMAIN_ADMIN" >/dev/null 2>&1 || osc user create --domain "$STACK_DOMAIN" --password "$DOMAIN_ADMIN_PASSWORD" "$DOMAIN_ADMIN"
+      osc user set --domain "$STACK_DOMAIN" --password "$DOMAIN_ADMIN_PASSWORD" "$DOMAIN_ADMIN"
+      osc role add --domain "$STACK_DOMAIN" --user "$DOMAIN_ADMIN" --user-domain "$STACK_DOMAIN" admin
       for role in "$OWNER_ROLE" "$USER_ROLE"; do
-        openstack role show "$role" >/dev/null 2>&1 || openstack role create "$role"
+        osc role show "$role" >/dev/null 2>&1 || osc role create "$role"
       done
-      openstack role add --project admin --project-domain Default --user admin --user-domain Default "$OWNER_ROLE"
+      osc role add --project admin --project-domain Default --user admin --user-domain Default "$OWNER_ROLE"
       echo "stack domain $STACK_DOMAIN with $DOMAIN_ADMIN ready"
   env:
     {{- include "heat.adminEnv" . | nindent 4 }}
