@@ -39,6 +39,9 @@ const horizonAptHint = "apt-get install -y chromium (Debian) to check Horizon in
 // horizonTimeout bounds one whole check: browser start, login page, login, instances page.
 const horizonTimeout = 3 * time.Minute
 
+// horizonStepTimeout bounds one page load or form submission.
+const horizonStepTimeout = 90 * time.Second
+
 // checkHorizon loads baseURL+"/horizon/auth/login/" in headless chromium, saves
 // horizon-login.png (and the DOM as horizon-login.html) into artifactDir and checks the login
 // form is there; then logs in as user in the browser, opens /horizon/project/instances/, saves
@@ -151,15 +154,17 @@ func runHorizonCheck(ctx context.Context, c horizonCheck) (run horizonRun, err e
 	}
 	run.browserStart = time.Since(t0)
 
-	save := func(name string) error {
+	save := func(ctx context.Context, name string) error {
 		files, err := p.capture(ctx, c.artifactDir, name, c.password)
 		run.artifacts = append(run.artifacts, files...)
 		return err
 	}
 	defer func() {
 		if err != nil {
-			// Best effort: what the browser showed when the check failed.
-			_ = save("horizon-failure")
+			// Best effort: what the browser showed when the check failed (even on a timeout).
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			_ = save(ctx, "horizon-failure")
+			cancel()
 			err = redact(err)
 		}
 	}()
@@ -180,7 +185,7 @@ func runHorizonCheck(ctx context.Context, c horizonCheck) (run horizonRun, err e
 	if !hasForm {
 		return run, fmt.Errorf("login page %s: no form with id_username and id_password (title %q)", loginURL, p.title(ctx))
 	}
-	if err := save("horizon-login"); err != nil {
+	if err := save(ctx, "horizon-login"); err != nil {
 		return run, err
 	}
 	dom, err := p.dom(ctx)
@@ -247,7 +252,7 @@ func runHorizonCheck(ctx context.Context, c horizonCheck) (run horizonRun, err e
 	if err := p.eval(ctx, `Array.from(document.querySelectorAll('table#instances tbody tr[data-display]')).map(r => r.getAttribute('data-display'))`, &run.instanceRows); err != nil {
 		return run, err
 	}
-	if err := save("horizon-instances"); err != nil {
+	if err := save(ctx, "horizon-instances"); err != nil {
 		return run, err
 	}
 	if dom, err = p.dom(ctx); err != nil {
@@ -494,6 +499,8 @@ func (p *horizonPage) navigate(ctx context.Context, url string) error {
 // waitFor polls a boolean expression until it is true. Errors while a navigation replaces the
 // document are expected and retried; the last one is reported when ctx ends.
 func (p *horizonPage) waitFor(ctx context.Context, expr string) error {
+	ctx, cancel := context.WithTimeout(ctx, horizonStepTimeout)
+	defer cancel()
 	var last error
 	for {
 		var ok bool
