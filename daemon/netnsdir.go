@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -31,7 +32,15 @@ func ensureSharedNetnsDir() error {
 			return fmt.Errorf("bind-mount %s onto itself: %w", netnsDir, err)
 		}
 	}
-	if err := unix.Mount("", netnsDir, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+	err = unix.Mount("", netnsDir, "", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) && mounted {
+		// The mount table listed /run/netns, but that mount is hidden (a later mount over
+		// /run, as in a private mount namespace): the visible directory is no mount point.
+		if err = unix.Mount(netnsDir, netnsDir, "", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", netnsDir, "", unix.MS_SHARED|unix.MS_REC, "")
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("make %s a shared mount: %w", netnsDir, err)
 	}
 	return nil

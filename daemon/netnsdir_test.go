@@ -2,9 +2,15 @@ package daemon
 
 import (
 	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestMountInfoHas(t *testing.T) {
@@ -74,5 +80,67 @@ func TestHiddenNetns(t *testing.T) {
 		if got := hiddenNetns(tt.ms); got != tt.want {
 			t.Errorf("hiddenNetns(%s) = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestSharedNetnsDirSurvivesIPNetnsAdd runs in a private mount namespace (this test's
+// thread only) with a fresh /run: after ensureSharedNetnsDir, a pod namespace pin stays
+// visible when `ip netns add` runs later (without it, ip stacks a new mount over /run/netns
+// and hides the pin, which is what broke pod teardown).
+func TestSharedNetnsDirSurvivesIPNetnsAdd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (mount namespaces)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip (apt-get install iproute2)")
+	}
+	done := make(chan error, 1)
+	go func() {
+		// The thread's mount namespace is private and dies with it: never unlock it.
+		runtime.LockOSThread()
+		done <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+				return fmt.Errorf("unshare: %w", err)
+			}
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return fmt.Errorf("make / private: %w", err)
+			}
+			if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "size=16m"); err != nil {
+				return fmt.Errorf("tmpfs on /run: %w", err)
+			}
+			if err := ensureSharedNetnsDir(); err != nil {
+				return err
+			}
+			if err := ensureSharedNetnsDir(); err != nil { // idempotent
+				return fmt.Errorf("second call: %w", err)
+			}
+			pin := netnsDir + "/cni-osd-test"
+			if err := os.WriteFile(pin, nil, 0o444); err != nil {
+				return err
+			}
+			if err := unix.Mount("/proc/self/ns/net", pin, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("pin a namespace: %w", err)
+			}
+			if out, err := exec.Command("ip", "netns", "add", "osd-test-late").CombinedOutput(); err != nil {
+				return fmt.Errorf("ip netns add: %v: %s", err, out)
+			}
+			ms, err := readMounts()
+			if err != nil {
+				return err
+			}
+			if hiddenNetns(ms) {
+				return fmt.Errorf("the pod namespace pin is hidden after ip netns add")
+			}
+			if err := unix.Unmount(pin, 0); err != nil {
+				return fmt.Errorf("unpin (what containerd does at teardown): %w", err)
+			}
+			if err := os.Remove(pin); err != nil {
+				return fmt.Errorf("remove the pin (failed with EBUSY before the fix): %w", err)
+			}
+			return nil
+		}()
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
