@@ -78,6 +78,8 @@ type InitState struct {
 	Error    string               `json:"error,omitempty"`
 	Findings []preflight.Finding  `json:"findings,omitempty"`
 	Decision *preflight.Decisions `json:"decisions,omitempty"`
+	// Dashboard is Horizon's address once the cloud is up (login: the admin credentials).
+	Dashboard string `json:"dashboard,omitempty"`
 }
 
 // converger runs at most one converge at a time and remembers the last one.

@@ -303,6 +303,10 @@ func (d *Daemon) ensureOpenStack(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return changed, "", err
 	}
+	if _, ok := res.Status.Children["horizon"]; ok {
+		url := "http://" + net.JoinHostPort(d.publicIP(), "30080") + "/horizon"
+		d.conv.update(func(s *InitState) { s.Dashboard = url })
+	}
 	wrote, err := d.writeCredentials(creds)
 	return changed || wrote, fmt.Sprintf("%d releases ready; credentials in %s", len(res.Status.Children), d.cloudsPath()), err
 }

@@ -100,7 +100,11 @@ func runInit(ctx context.Context, g *globals, p *progress, req daemon.InitReques
 			clouds := filepath.Join(g.stateDir, "clouds.yaml")
 			if _, err := os.Stat(clouds); err == nil {
 				fmt.Fprintf(p.w, "OpenStack admin credentials: %s (cloud \"osd\") and %s (0600).\n", clouds, filepath.Join(g.stateDir, "admin-openrc"))
-				fmt.Fprintf(p.w, "Try: OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=osd openstack token issue\n", clouds)
+				fmt.Fprintf(p.w, "Try: OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=osd openstack server list\n", clouds)
+				fmt.Fprintf(p.w, "Boot a test server and reach it: osd launch\n")
+			}
+			if st.Dashboard != "" {
+				fmt.Fprintf(p.w, "Horizon: %s (user admin, the password is OS_PASSWORD in %s)\n", st.Dashboard, filepath.Join(g.stateDir, "admin-openrc"))
 			}
 			fmt.Fprintf(p.w, "Kubernetes admin config: %s (0600). Try: osd status; osd kubectl get pods -A\n", filepath.Join(g.stateDir, "kubeconfig"))
 			return nil
