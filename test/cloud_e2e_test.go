@@ -63,7 +63,9 @@ func (n *node) field(t *testing.T, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-var fixedIPRE = regexp.MustCompile(`osd-net=([0-9.]+)`)
+// fixedIPRE finds the server's address on osd-net in `server show -c addresses` (printed
+// as osd-net=10.20.0.5 or {'osd-net': ['10.20.0.5']} depending on the client's version).
+var fixedIPRE = regexp.MustCompile(`osd-net\W+([0-9]+\.[0-9]+\.[0-9]+\.[0-9]+)`)
 
 // checkCloud exercises the whole cloud osd init leaves: a server through Debian's
 // openstack client (ACTIVE, address from OVN DHCP, floating IP answers the host's ping),
