@@ -76,7 +76,7 @@ func Recipes() []Recipe {
 				"glance-api", "glance-common",
 				"placement-api", "python3-osc-placement",
 				"nova-api", "nova-conductor", "nova-scheduler", "nova-consoleproxy", "novnc",
-				"neutron-server", "neutron-ovn-metadata-agent", "python3-neutron", "haproxy", // haproxy: the metadata proxy in each ovnmeta namespace
+				"neutron-server", "neutron-ovn-metadata-agent", "python3-neutron", "haproxy", "openvswitch-common", // haproxy: the metadata proxy in each ovnmeta namespace; ovsdb-client: neutron deletes MAC bindings with it
 				"cinder-api", "cinder-scheduler", "cinder-volume",
 				"heat-api", "heat-api-cfn", "heat-engine",
 				"openstack-dashboard", "openstack-dashboard-apache",
