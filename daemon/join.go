@@ -423,6 +423,7 @@ func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string,
 // k3s or containerd end on their own (as watchKubernetes does for a server).
 func (d *Daemon) watchAgent(ctx context.Context, kc k3s.Config) {
 	srv, cd := d.server, d.containerd
+	go keepPodRoutes(ctx, kc.NodeName, cachedClient(func() kubernetes.Interface { return newAgentClient(kc.Paths) }))
 	go func() {
 		var why error
 		select {

@@ -93,6 +93,13 @@ func (d *Daemon) ensurePauseImage(ctx context.Context, kc k3s.Config) error {
 // d.failed, which stops the daemon (its supervisor restarts it).
 func (d *Daemon) watchKubernetes(ctx context.Context) {
 	kc := d.k3sConfig()
+	go keepPodRoutes(ctx, kc.NodeName, cachedClient(func() kubernetes.Interface {
+		cs, err := d.adminClient()
+		if err != nil {
+			return nil
+		}
+		return cs
+	}))
 	go func() {
 		var why error
 		select {

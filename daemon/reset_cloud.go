@@ -64,6 +64,11 @@ func resetCloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
 			}
 		}
 	}
+	if n, err := removePodRoutes(); err != nil {
+		errs = append(errs, fmt.Errorf("pod routes: %w", err))
+	} else if n > 0 {
+		fmt.Fprintf(out, "removed %d routes to other nodes' pods\n", n)
+	}
 	if fileExists(novaStateDir) {
 		if err := os.RemoveAll(novaStateDir); err != nil {
 			errs = append(errs, err)

@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"reflect"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func node(name, ip string, cidrs ...string) corev1.Node {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if ip != "" {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}, {Type: corev1.NodeInternalIP, Address: ip}}
+	}
+	n.Spec.PodCIDRs = cidrs
+	return n
+}
+
+func TestPodRoutes(t *testing.T) {
+	legacy := node("n4", "10.0.0.4")
+	legacy.Spec.PodCIDR = "10.42.3.0/24"
+	for _, tt := range []struct {
+		name  string
+		nodes []corev1.Node
+		want  []NodeRoute
+	}{
+		{"single node", []corev1.Node{node("n1", "10.0.0.1", "10.42.0.0/24")}, nil},
+		{"two nodes", []corev1.Node{node("n2", "10.0.0.2", "10.42.1.0/24"), node("n1", "10.0.0.1", "10.42.0.0/24")},
+			[]NodeRoute{{"10.42.1.0/24", "10.0.0.2"}}},
+		{"no pod CIDR yet", []corev1.Node{node("n1", "10.0.0.1", "10.42.0.0/24"), node("n2", "10.0.0.2")}, nil},
+		{"no address yet", []corev1.Node{node("n1", "10.0.0.1", "10.42.0.0/24"), node("n2", "", "10.42.1.0/24")}, nil},
+		{"IPv6 skipped, legacy podCIDR", []corev1.Node{node("n1", "10.0.0.1"), node("n3", "fd00::3", "fd42::/64"), legacy},
+			[]NodeRoute{{"10.42.3.0/24", "10.0.0.4"}}},
+		{"sorted, normalized", []corev1.Node{node("n3", "10.0.0.3", "10.42.2.7/24"), node("n2", "10.0.0.2", "10.42.1.0/24")},
+			[]NodeRoute{{"10.42.1.0/24", "10.0.0.2"}, {"10.42.2.0/24", "10.0.0.3"}}},
+	} {
+		if got := PodRoutes("n1", tt.nodes); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("PodRoutes(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSyncPodRoutes applies route sets in a network namespace the test makes: routes are
+// added, changed and removed, and a route osd did not add is left alone.
+func TestSyncPodRoutes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip (apt-get install iproute2)")
+	}
+	name := fmt.Sprintf("osd-podroutes-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "delete", name).Run() })
+	ns, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// A veth pair stands for the node network (this kernel has no dummy links).
+	dummy := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "nodes0"}, PeerName: "nodes1"}
+	if err := h.LinkAdd(dummy); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := netlink.ParseAddr("10.99.5.1/24")
+	if err := h.AddrAdd(dummy, addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkSetUp(dummy); err != nil {
+		t.Fatal(err)
+	}
+	// A route someone else owns.
+	_, other, _ := net.ParseCIDR("10.50.0.0/16")
+	if err := h.RouteAdd(&netlink.Route{Dst: other, Gw: net.ParseIP("10.99.5.9")}); err != nil {
+		t.Fatal(err)
+	}
+	list := func() map[string]string {
+		rs, err := h.RouteList(nil, netlink.FAMILY_V4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, r := range rs {
+			if r.Dst != nil && r.Gw != nil {
+				out[r.Dst.String()] = r.Gw.String()
+			}
+		}
+		return out
+	}
+	steps := []struct {
+		want        []NodeRoute
+		wantChanged int
+		wantRoutes  map[string]string
+	}{
+		{[]NodeRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 2,
+			map[string]string{"10.42.1.0/24": "10.99.5.2", "10.42.2.0/24": "10.99.5.3", "10.50.0.0/16": "10.99.5.9"}},
+		{[]NodeRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 0, nil}, // no-op
+		{[]NodeRoute{{"10.42.2.0/24", "10.99.5.4"}}, 2, // one moved, one gone
+			map[string]string{"10.42.2.0/24": "10.99.5.4", "10.50.0.0/16": "10.99.5.9"}},
+		{nil, 1, map[string]string{"10.50.0.0/16": "10.99.5.9"}},
+	}
+	for i, s := range steps {
+		n, err := syncPodRoutes(h, s.want)
+		if err != nil || n != s.wantChanged {
+			t.Fatalf("step %d: syncPodRoutes(%v) = %d, %v, want %d changes", i, s.want, n, err, s.wantChanged)
+		}
+		if s.wantRoutes != nil {
+			if got := list(); !reflect.DeepEqual(got, s.wantRoutes) {
+				t.Errorf("step %d: routes = %v, want %v", i, got, s.wantRoutes)
+			}
+		}
+	}
+}
