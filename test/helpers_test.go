@@ -89,9 +89,18 @@ func (n *node) globalArgs() []string {
 	return []string{"--state-dir", n.stateDir, "--run-dir", n.runDir}
 }
 
-// osd runs the CLI against this node and returns its combined output.
+// osd runs the CLI against this node and returns its combined output. The CLI is killed
+// after 5 minutes, or after the duration of a --timeout flag it is given plus a minute.
 func (n *node) osd(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	limit := 5 * time.Minute
+	for i, a := range args {
+		if a == "--timeout" && i+1 < len(args) {
+			if d, err := time.ParseDuration(args[i+1]); err == nil && d+time.Minute > limit {
+				limit = d + time.Minute
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, n.bin, append(n.globalArgs(), args...)...)
 	out, err := cmd.CombinedOutput()
