@@ -104,7 +104,7 @@ func TestOpenStackE2E(t *testing.T) {
 	// The restarted daemon converges by itself (the host was initialized); osd init follows.
 	n.start()
 	t1 := time.Now()
-	out, err := n.osd("init", "--timeout", "40m")
+	out, err := n.osd("init", "--timeout", "60m") // the whole cloud on 2 shared cores: 5 to 40 minutes measured
 	if err != nil {
 		t.Fatalf("osd init after the kill: %v\n%s", err, out)
 	}
