@@ -248,11 +248,13 @@ func TestAPICharts(t *testing.T) {
 				if e := envByName(reg, "SVC_PASSWORD"); e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != tt.ksSecret {
 					t.Errorf("keystone-register SVC_PASSWORD = %+v, want from Secret %s", e, tt.ksSecret)
 				}
-				script := strings.Join(reg.Command, " ")
 				for _, iface := range []string{"admin", "internal", "public"} {
-					if want := iface + "=" + tt.endpoints[iface] + " "; !strings.Contains(script, want) {
-						t.Errorf("keystone-register lacks endpoint %q", want)
+					if e := envByName(reg, "ENDPOINT_"+strings.ToUpper(iface)); e == nil || e.Value != tt.endpoints[iface] {
+						t.Errorf("keystone-register %s endpoint = %+v, want %q", iface, e, tt.endpoints[iface])
 					}
+				}
+				if n := len(reg.Command); n < 2 || reg.Command[0] != "python3" || reg.Command[n-1] != "register" {
+					t.Errorf("keystone-register runs %q ... %q, want the keystone program in mode register", reg.Command[0], reg.Command[n-1])
 				}
 			})
 
@@ -331,8 +333,10 @@ func TestAPIChartsOverrides(t *testing.T) {
 				"service":   map[string]any{"type": "ClusterIP"},
 				"conf":      map[string]any{tt.files[firstFile(tt)]: map[string]any{"DEFAULT": map[string]any{"debug": true}}},
 			}}}}
-			objs, out, _ := renderAPI(t, tt.chart, spec)
-			if !strings.Contains(out, "public="+public+" ") || strings.Contains(out, "public="+tt.endpoints["public"]+" ") {
+			objs, _, _ := renderAPI(t, tt.chart, spec)
+			jobSpec := objs.job.Spec.Template.Spec
+			reg := containerByName(append(append([]corev1.Container{}, jobSpec.InitContainers...), jobSpec.Containers...), "keystone-register")
+			if e := envByName(reg, "ENDPOINT_PUBLIC"); e == nil || e.Value != public {
 				t.Errorf("keystone-register does not register the overridden public endpoint %s", public)
 			}
 			if s := objs.service; s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.Ports[0].NodePort != 0 {

@@ -299,7 +299,7 @@ func TestLibraryTemplates(t *testing.T) {
 	if !strings.HasPrefix(got, "ConfigMap/checksum Job/glance-init-") || !strings.HasSuffix(got, "Secret/glance-config") {
 		t.Fatalf("libuser kinds = %s", got)
 	}
-	for _, want := range []string{"openstack user show --domain default", "openstack endpoint create", "for pair in admin=http://glance-api:9292 internal=http://glance-api:9292 public=http://10.0.0.1:30292", `"[DEFAULT]\ndebug = true\nworkers = 2\n\n[database]\nconnection = mysql+pymysql://glance:@@DB_PASSWORD@@@mariadb/glance\n"`} {
+	for _, want := range []string{"def register():", "- register\n", "name: ENDPOINT_PUBLIC\n", "value: http://10.0.0.1:30292\n", "value: http://glance-api:9292\n", `"[DEFAULT]\ndebug = true\nworkers = 2\n\n[database]\nconnection = mysql+pymysql://glance:@@DB_PASSWORD@@@mariadb/glance\n"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("libuser manifests lack %q", want)
 		}

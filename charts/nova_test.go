@@ -548,7 +548,7 @@ func TestNovaJob(t *testing.T) {
 	for _, c := range all {
 		names = append(names, c.Name)
 	}
-	want := []string{"config-render", "db-create-nova-api", "db-create-nova", "db-create-nova-cell0", "api-db-sync", "map-cell0", "create-cell1", "db-sync", "keystone-register"}
+	want := []string{"config-render", "keystone-register", "db-create-nova-api", "db-create-nova", "db-create-nova-cell0", "api-db-sync", "map-cell0", "create-cell1", "db-sync"}
 	if !reflect.DeepEqual(names, want) || len(pod.Containers) != 1 {
 		t.Fatalf("Job steps = %v (the last is the main container), want %v", names, want)
 	}
@@ -596,10 +596,9 @@ func TestNovaJob(t *testing.T) {
 	if e := envByName(reg, "SVC_PASSWORD"); e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "nova-keystone" {
 		t.Errorf("keystone-register SVC_PASSWORD = %+v, want from Secret nova-keystone", e)
 	}
-	script := strings.Join(reg.Command, " ")
-	for _, want := range []string{"admin=http://nova-api.openstack.svc:8774/v2.1 ", "internal=http://nova-api.openstack.svc:8774/v2.1 ", "public=http://127.0.0.1:30774/v2.1 "} {
-		if !strings.Contains(script, want) {
-			t.Errorf("keystone-register lacks endpoint %q", want)
+	for name, want := range map[string]string{"ENDPOINT_ADMIN": "http://nova-api.openstack.svc:8774/v2.1", "ENDPOINT_INTERNAL": "http://nova-api.openstack.svc:8774/v2.1", "ENDPOINT_PUBLIC": "http://127.0.0.1:30774/v2.1"} {
+		if e := envByName(reg, name); e == nil || e.Value != want {
+			t.Errorf("keystone-register %s = %+v, want %q", name, e, want)
 		}
 	}
 }
@@ -683,13 +682,13 @@ func TestNovaSecrets(t *testing.T) {
 func TestNovaOverrides(t *testing.T) {
 	base, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
 	const public, novnc = "http://192.0.2.10:30774/v2.1", "http://192.0.2.10:30680/vnc_lite.html"
-	n, out, _ := renderNova(t, novaOverrides(map[string]any{
+	n, _, _ := renderNova(t, novaOverrides(map[string]any{
 		"endpoints":  map[string]any{"public": public},
 		"service":    map[string]any{"type": "ClusterIP"},
 		"novncproxy": map[string]any{"service": map[string]any{"type": "ClusterIP"}},
 		"conf":       map[string]any{"nova": map[string]any{"vnc": map[string]any{"novncproxy_base_url": novnc}}},
 	}))
-	if !strings.Contains(out, "public="+public+" ") || strings.Contains(out, "public=http://127.0.0.1:30774/v2.1 ") {
+	if e := envByName(containerByName(novaContainers(n.job.Spec.Template.Spec), "keystone-register"), "ENDPOINT_PUBLIC"); e == nil || e.Value != public {
 		t.Errorf("keystone-register does not register the overridden public endpoint %s", public)
 	}
 	for _, secret := range []string{"nova-config", "nova-compute-config"} {
