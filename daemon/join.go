@@ -422,57 +422,8 @@ func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string,
 // the pod network configuration once the node has a pod CIDR, and stops the daemon if
 // k3s or containerd end on their own (as watchKubernetes does for a server).
 func (d *Daemon) watchAgent(ctx context.Context, kc k3s.Config) {
-	srv, cd := d.server, d.containerd
-	go keepPodRoutes(ctx, kc.NodeName, cachedClient(func() kubernetes.Interface { return newAgentClient(kc.Paths) }))
-	go func() {
-		var why error
-		select {
-		case <-srv.Done():
-			why = fmt.Errorf("embedded k3s agent stopped unexpectedly: %v", srv.Err())
-		case <-cd.Exited():
-			why = errors.New("containerd exited unexpectedly; see " + kc.LogDir() + "/containerd.log")
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case d.failed <- why:
-		default:
-		}
-	}()
-	go func() {
-		var cs kubernetes.Interface
-		interval := time.Second
-		for {
-			if cs == nil {
-				cs = newAgentClient(kc.Paths)
-			}
-			st := k3s.NodeState{Reason: "waiting for the k3s agent to join " + kc.NodeName + " to the cluster"}
-			if cs != nil {
-				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				st = k3s.Probe(pctx, cs, kc.NodeName)
-				cancel()
-			}
-			if st.PodCIDR != "" {
-				if wrote, err := k3s.EnsureCNIConfig(kc.Paths, st.PodCIDR); err != nil {
-					slog.Error("pod network config", "err", err)
-				} else if wrote {
-					slog.Info("wrote pod network config", "pod_cidr", st.PodCIDR)
-				}
-			}
-			prev := d.kube.Swap(&st)
-			if prev.NodeReady != st.NodeReady || prev.APIReady != st.APIReady {
-				slog.Info("kubernetes state", "api_ready", st.APIReady, "node_ready", st.NodeReady, "reason", st.Reason)
-			}
-			if st.NodeReady {
-				interval = 5 * time.Second
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(interval):
-			}
-		}
-	}()
+	d.watchNode(ctx, kc, "embedded k3s agent", "waiting for the k3s agent to join "+kc.NodeName+" to the cluster",
+		func() kubernetes.Interface { return newAgentClient(kc.Paths) })
 }
 
 // newAgentClient is a client with the kubelet's credentials, nil until k3s wrote them.

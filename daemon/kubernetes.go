@@ -93,19 +93,33 @@ func (d *Daemon) ensurePauseImage(ctx context.Context, kc k3s.Config) error {
 // d.failed, which stops the daemon (its supervisor restarts it).
 func (d *Daemon) watchKubernetes(ctx context.Context) {
 	kc := d.k3sConfig()
-	go keepPodRoutes(ctx, kc.NodeName, cachedClient(func() kubernetes.Interface {
-		cs, err := d.adminClient()
+	d.watchNode(ctx, kc, "embedded k3s", "waiting for the API server to write its kubeconfig", func() kubernetes.Interface {
+		rc, err := k3s.RESTConfig(kc.Paths)
+		if err != nil {
+			return nil
+		}
+		rc.Timeout = 5 * time.Second
+		cs, err := kubernetes.NewForConfig(rc)
 		if err != nil {
 			return nil
 		}
 		return cs
-	}))
+	})
+}
+
+// watchNode is the watcher of a server (watchKubernetes) and of an agent (watchAgent):
+// pod routes to the other nodes, the node state probed through newClient (nil until its
+// credentials exist) with the pod network configuration written once the node has a pod
+// CIDR, and d.failed told when k3s (what) or containerd end on their own.
+func (d *Daemon) watchNode(ctx context.Context, kc k3s.Config, what, waiting string, newClient func() kubernetes.Interface) {
+	srv, cd := d.server, d.containerd
+	go keepPodRoutes(ctx, kc.NodeName, cachedClient(newClient))
 	go func() {
 		var why error
 		select {
-		case <-d.server.Done():
-			why = fmt.Errorf("embedded k3s stopped unexpectedly: %v", d.server.Err())
-		case <-d.containerd.Exited():
+		case <-srv.Done():
+			why = fmt.Errorf("%s stopped unexpectedly: %v", what, srv.Err())
+		case <-cd.Exited():
 			why = errors.New("containerd exited unexpectedly; see " + kc.LogDir() + "/containerd.log")
 		case <-ctx.Done():
 			return
@@ -120,12 +134,9 @@ func (d *Daemon) watchKubernetes(ctx context.Context) {
 		interval := time.Second
 		for {
 			if cs == nil {
-				if rc, err := k3s.RESTConfig(kc.Paths); err == nil {
-					rc.Timeout = 5 * time.Second
-					cs, _ = kubernetes.NewForConfig(rc)
-				}
+				cs = newClient()
 			}
-			st := k3s.NodeState{Reason: "waiting for the API server to write its kubeconfig"}
+			st := k3s.NodeState{Reason: waiting}
 			if cs != nil {
 				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				st = k3s.Probe(pctx, cs, kc.NodeName)
