@@ -126,12 +126,12 @@ func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]st
 		if maxAge == 0 {
 			maxAge = time.Hour
 		}
-		res := aptResolver{dir: filepath.Join(b.StateDir, "apt", r.Suite), sources: srcs, maxAge: maxAge}
+		res := AptDir{Dir: filepath.Join(b.StateDir, "apt", r.Suite), Sources: srcs, MaxAge: maxAge}
 		b.resolveMu.Lock()
-		vers, err = res.resolve(ctx, r.Variant, r.Packages)
+		vers, err = res.Resolve(ctx, baseSet(r.Variant), r.Packages)
 		b.resolveMu.Unlock()
 		if err != nil {
-			return "", nil, err
+			return "", nil, fmt.Errorf("resolve packages: %w", err)
 		}
 		for _, s := range srcs {
 			fmt.Fprintf(h, "source %s\n", s.Line())

@@ -70,8 +70,8 @@ func Build(ctx context.Context, o Options) (Image, error) {
 		o.Sources = srcs
 	}
 	root := filepath.Join(o.CacheDir, "guest")
-	apt := aptDir{dir: filepath.Join(root, "apt"), sources: o.Sources, maxAge: o.ListsMaxAge}
-	closure, err := apt.resolve(ctx, Packages)
+	apt := images.AptDir{Dir: filepath.Join(root, "apt"), Sources: o.Sources, MaxAge: o.ListsMaxAge}
+	closure, err := apt.Resolve(ctx, nil, Packages)
 	if err != nil {
 		// Offline (mirror unreachable): the newest image built before still boots.
 		if img, ok := newestCached(root); ok {
@@ -92,7 +92,7 @@ func Build(ctx context.Context, o Options) (Image, error) {
 		return img, nil
 	}
 	o.Log.Info("building guest image", "packages", want)
-	debs, err := apt.download(ctx, filepath.Join(root, "debs"), want)
+	debs, err := apt.Download(ctx, filepath.Join(root, "debs"), want)
 	if err != nil {
 		return Image{}, fmt.Errorf("guest image: download packages: %w", err)
 	}

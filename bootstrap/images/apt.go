@@ -1,0 +1,174 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// AptDir is a private apt state in Dir (its own lists, an empty dpkg status) that
+// resolves and downloads packages from Sources with the host's apt-get, without touching
+// the host's apt state. The lists are refreshed when older than MaxAge or when the
+// sources changed.
+type AptDir struct {
+	Dir     string
+	Sources []AptSource
+	MaxAge  time.Duration
+}
+
+func (a AptDir) config() string {
+	return fmt.Sprintf(`Dir::State "%[1]s/state";
+Dir::State::Lists "%[1]s/lists";
+Dir::State::status "%[1]s/status";
+Dir::Cache "%[1]s/cache";
+Dir::Etc::SourceList "%[1]s/sources.list";
+Dir::Etc::SourceParts "%[1]s/sources.list.d";
+Dir::Etc::PreferencesParts "%[1]s/preferences.d";
+APT::Architecture "amd64";
+APT::Architectures { "amd64"; };
+Acquire::Languages "none";
+APT::Install-Recommends "false";
+Debug::NoLocking "true";
+APT::Sandbox::User "root";
+`, a.Dir)
+}
+
+// prepare writes the apt configuration and sources and returns the configuration's
+// path; changed sources drop the freshness stamp so the lists are refreshed.
+func (a AptDir) prepare() (string, error) {
+	for _, sub := range []string{"state", "lists/partial", "cache/archives/partial", "sources.list.d", "preferences.d"} {
+		if err := os.MkdirAll(filepath.Join(a.Dir, sub), 0o755); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(a.Dir, "status"), nil, 0o644); err != nil {
+		return "", err
+	}
+	var lines []string
+	for _, s := range a.Sources {
+		lines = append(lines, s.Line())
+	}
+	want := strings.Join(lines, "\n") + "\n"
+	srcPath := filepath.Join(a.Dir, "sources.list")
+	if old, _ := os.ReadFile(srcPath); string(old) != want {
+		if err := os.WriteFile(srcPath, []byte(want), 0o644); err != nil {
+			return "", err
+		}
+		os.Remove(filepath.Join(a.Dir, "updated"))
+	}
+	conf := filepath.Join(a.Dir, "apt.conf")
+	return conf, os.WriteFile(conf, []byte(a.config()), 0o644)
+}
+
+func (a AptDir) aptGet(ctx context.Context, conf, workdir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "apt-get", append([]string{"-q"}, args...)...)
+	cmd.Env = append(os.Environ(), "APT_CONFIG="+conf, "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive")
+	cmd.Dir = workdir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("apt-get %s: %w: %s", strings.Join(args, " "), err, lastLines(errb.String(), 5))
+	}
+	return out.Bytes(), nil
+}
+
+// Resolve returns package -> version for everything `apt-get install` of base (a
+// selection such as an mmdebstrap variant's base set, or nothing) plus pkgs installs
+// now: with an empty dpkg status, the whole dependency closure. The answer is
+// remembered until the lists are refreshed.
+func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]string, error) {
+	conf, err := a.prepare()
+	if err != nil {
+		return nil, err
+	}
+	stamp := filepath.Join(a.Dir, "updated")
+	if st, err := os.Stat(stamp); err != nil || time.Since(st.ModTime()) > a.MaxAge {
+		if _, err := a.aptGet(ctx, conf, a.Dir, "update"); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(stamp, nil, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	st, err := os.Stat(stamp)
+	if err != nil {
+		return nil, err
+	}
+	sorted := append([]string(nil), pkgs...)
+	sort.Strings(sorted)
+	sum := sha256.Sum256([]byte(strings.Join(base, " ") + "\n" + strings.Join(sorted, "\n")))
+	memo := filepath.Join(a.Dir, "resolved", hex.EncodeToString(sum[:])+".json")
+	var m resolveMemo
+	if b, err := os.ReadFile(memo); err == nil && json.Unmarshal(b, &m) == nil && m.Lists == st.ModTime().UnixNano() && len(m.Versions) > 0 {
+		return m.Versions, nil
+	}
+	args := append(append([]string{"install", "-s", "-y"}, base...), pkgs...)
+	out, err := a.aptGet(ctx, conf, a.Dir, args...)
+	if err != nil {
+		return nil, err
+	}
+	vers := ParseAptSimulation(string(out))
+	if len(vers) == 0 {
+		return nil, fmt.Errorf("apt-get install -s %s installed nothing", strings.Join(pkgs, " "))
+	}
+	if b, err := json.Marshal(resolveMemo{Lists: st.ModTime().UnixNano(), Versions: vers}); err == nil {
+		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
+			_ = os.WriteFile(memo, b, 0o644) // a lost memo only costs time
+		}
+	}
+	return vers, nil
+}
+
+// resolveMemo is a resolution remembered for one state of the lists.
+type resolveMemo struct {
+	Lists    int64
+	Versions map[string]string
+}
+
+// Download fetches name=version .debs into dir (kept there: a second call downloads
+// nothing) and returns their paths by package name.
+func (a AptDir) Download(ctx context.Context, dir string, want map[string]string) (map[string]string, error) {
+	conf, err := a.prepare()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	paths := map[string]string{}
+	var missing []string
+	for name, ver := range want {
+		p := filepath.Join(dir, DebFileName(name, ver))
+		paths[name] = p
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, name+"="+ver)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		if _, err := a.aptGet(ctx, conf, dir, append([]string{"download"}, missing...)...); err != nil {
+			return nil, err
+		}
+	}
+	for name, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("apt-get download %s: no %s afterwards", name, filepath.Base(p))
+		}
+	}
+	return paths, nil
+}
+
+// DebFileName is the name apt gives a downloaded archive (":" in the version escaped
+// as %3a).
+func DebFileName(name, version string) string {
+	return name + "_" + strings.ReplaceAll(version, ":", "%3a") + "_amd64.deb"
+}
