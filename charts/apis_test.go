@@ -3,7 +3,6 @@ package charts
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -109,14 +108,7 @@ func decodeTyped(t *testing.T, objs []object) typedObjects {
 	t.Helper()
 	var out typedObjects
 	for _, o := range objs {
-		doc, err := json.Marshal(o.raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := strictDecoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
-		}
+		obj := decodeObject(t, o)
 		switch v := obj.(type) {
 		case *appsv1.Deployment:
 			out.deployment = v
@@ -209,7 +201,7 @@ func TestAPICharts(t *testing.T) {
 				if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != tt.uid || sc.FSGroup == nil || *sc.FSGroup != tt.uid {
 					t.Errorf("Job securityContext = %+v, want uid and fsGroup %d", sc, tt.uid)
 				}
-				all := append(append([]corev1.Container{}, job.Spec.Template.Spec.InitContainers...), job.Spec.Template.Spec.Containers...)
+				all := podContainers(job.Spec.Template.Spec)
 				var names []string
 				for _, c := range all {
 					names = append(names, c.Name)
@@ -335,7 +327,7 @@ func TestAPIChartsOverrides(t *testing.T) {
 			}}}}
 			objs, _, _ := renderAPI(t, tt.chart, spec)
 			jobSpec := objs.job.Spec.Template.Spec
-			reg := containerByName(append(append([]corev1.Container{}, jobSpec.InitContainers...), jobSpec.Containers...), "keystone-register")
+			reg := containerByName(podContainers(jobSpec), "keystone-register")
 			if e := envByName(reg, "ENDPOINT_PUBLIC"); e == nil || e.Value != public {
 				t.Errorf("keystone-register does not register the overridden public endpoint %s", public)
 			}
@@ -465,7 +457,7 @@ func TestAPIChartsSecrets(t *testing.T) {
 			}
 			pods := map[string]corev1.PodSpec{"Deployment": objs.deployment.Spec.Template.Spec, "Job": objs.job.Spec.Template.Spec}
 			for kind, pod := range pods {
-				for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+				for _, c := range podContainers(pod) {
 					for _, e := range c.Env {
 						if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 							if ref := e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key; !generated[ref] {
@@ -479,29 +471,7 @@ func TestAPIChartsSecrets(t *testing.T) {
 			}
 
 			// Values carry placeholders only: every password key and URL password.
-			secretish := regexp.MustCompile(`(?i)password|secret`)
-			urlPass := regexp.MustCompile(`://[^:/@]+:(.*)@[^@]+$`)
-			var walk func(path string, v any)
-			walk = func(path string, v any) {
-				switch v := v.(type) {
-				case map[string]any:
-					for k, e := range v {
-						walk(path+"."+k, e)
-					}
-				case []any:
-					for i, e := range v {
-						walk(fmt.Sprintf("%s[%d]", path, i), e)
-					}
-				case string:
-					if secretish.MatchString(path[strings.LastIndex(path, ".")+1:]) && !placeholderRE.MatchString(v) {
-						t.Errorf("values %s = %q, want a @@NAME@@ placeholder", path, v)
-					}
-					if m := urlPass.FindStringSubmatch(v); m != nil && !regexp.MustCompile(`^@@[A-Z0-9_]+@@$`).MatchString(m[1]) {
-						t.Errorf("values %s carries a URL password %q, want a placeholder", path, m[1])
-					}
-				}
-			}
-			walk("", vals)
+			checkPlaceholders(t, vals, regexp.MustCompile(`(?i)password|secret`))
 			if len(objs.secrets) != 1 || objs.secrets[0].Data != nil {
 				t.Errorf("chart renders Secrets %v, want only its config Secret (stringData)", objs.secrets)
 			}
@@ -608,6 +578,22 @@ func TestCatalogAPICharts(t *testing.T) {
 // passwords. It returns the directory of the rendered files and the values it used.
 func runConfigRender(t *testing.T, render *corev1.Container, files map[string]string) (string, map[string]string) {
 	t.Helper()
+	values := map[string]string{}
+	for _, e := range render.Env {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		values[e.Name] = hex.EncodeToString(b)
+	}
+	return runRenderScript(t, render, files, values), values
+}
+
+// runRenderScript runs a config-render step's script with /bin/sh over files (the config
+// Secret) in a temporary directory, with the variables values, and returns the directory
+// of the rendered files.
+func runRenderScript(t *testing.T, render *corev1.Container, files, values map[string]string) string {
+	t.Helper()
 	if len(render.Command) != 3 || render.Command[0] != "/bin/sh" {
 		t.Fatalf("config-render command = %v, want /bin/sh -ec SCRIPT", render.Command)
 	}
@@ -624,14 +610,8 @@ func runConfigRender(t *testing.T, render *corev1.Container, files map[string]st
 		}
 	}
 	env := []string{"PATH=" + os.Getenv("PATH")}
-	values := map[string]string{}
-	for _, e := range render.Env {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			t.Fatal(err)
-		}
-		values[e.Name] = hex.EncodeToString(b)
-		env = append(env, e.Name+"="+values[e.Name])
+	for k, v := range values {
+		env = append(env, k+"="+v)
 	}
 	script := strings.NewReplacer("/etc/osd/templates", tmpl, "/etc/osd/config", conf).Replace(render.Command[2])
 	cmd := exec.Command(render.Command[0], render.Command[1], script)
@@ -639,5 +619,5 @@ func runConfigRender(t *testing.T, render *corev1.Container, files map[string]st
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("config-render: %v\n%s", err, b)
 	}
-	return conf, values
+	return conf
 }

@@ -2,15 +2,19 @@ package charts
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
@@ -22,6 +26,54 @@ var testImages = map[string]string{
 }
 
 var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+// decodeObject decodes a rendered object strictly into its Kubernetes type.
+func decodeObject(t *testing.T, o object) runtime.Object {
+	t.Helper()
+	doc, err := json.Marshal(o.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := strictDecoder.Decode(doc, nil, nil)
+	if err != nil {
+		t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
+	}
+	return obj
+}
+
+// checkPlaceholders checks that rendered values carry no secret: every value whose key
+// matches secretish, and every password in a URL, is a @@NAME@@ placeholder.
+func checkPlaceholders(t *testing.T, vals map[string]any, secretish *regexp.Regexp) {
+	t.Helper()
+	urlPass := regexp.MustCompile(`://[^:/@]+:(.*)@[^@]+$`)
+	whole := regexp.MustCompile(`^@@[A-Z0-9_]+@@$`)
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		case string:
+			if secretish.MatchString(path[strings.LastIndex(path, ".")+1:]) && !placeholderRE.MatchString(v) {
+				t.Errorf("values %s = %q, want a @@NAME@@ placeholder", path, v)
+			}
+			if m := urlPass.FindStringSubmatch(v); m != nil && !whole.MatchString(m[1]) {
+				t.Errorf("values %s carries a URL password %q, want a placeholder", path, m[1])
+			}
+		}
+	}
+	walk("", vals)
+}
+
+// podContainers lists a pod's init containers then its containers.
+func podContainers(pod corev1.PodSpec) []corev1.Container {
+	return append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
+}
 
 type object struct {
 	Kind     string `json:"kind"`

@@ -70,14 +70,7 @@ func hhRender(t *testing.T, chart string, spec deploy.DeploymentSpec) (hhObjects
 	}
 	co := hhObjects{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, secrets: map[string]*corev1.Secret{}}
 	for _, o := range objs {
-		doc, err := json.Marshal(o.raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := strictDecoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
-		}
+		obj := decodeObject(t, o)
 		switch v := obj.(type) {
 		case *appsv1.Deployment:
 			co.deployments[v.Name] = v
@@ -112,11 +105,6 @@ func hhRenderError(t *testing.T, chart string, spec deploy.DeploymentSpec) error
 
 func hhOverrides(chart string, o map[string]any) deploy.DeploymentSpec {
 	return deploy.DeploymentSpec{Images: testImages, Services: map[string]deploy.ServiceSpec{chart: {Overrides: o}}}
-}
-
-// hhContainers lists a pod's init containers then its containers.
-func hhContainers(pod corev1.PodSpec) []corev1.Container {
-	return append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
 }
 
 func hhNames(cs []corev1.Container) []string {
@@ -242,7 +230,7 @@ func hhCheckUser(t *testing.T, what string, pod corev1.PodSpec, uid int64) {
 		sc.FSGroup == nil || *sc.FSGroup != uid || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		t.Errorf("%s securityContext = %+v, want non-root uid/gid/fsGroup %d", what, sc, uid)
 	}
-	for _, c := range hhContainers(pod) {
+	for _, c := range podContainers(pod) {
 		if c.Image != testImages["openstack"] || c.ImagePullPolicy != corev1.PullNever {
 			t.Errorf("%s %s image %s pull %s, want %s Never", what, c.Name, c.Image, c.ImagePullPolicy, testImages["openstack"])
 		}
@@ -294,7 +282,7 @@ func hhGenerated() map[string]deploy.KeyFormat {
 func hhCheckSecretRefs(t *testing.T, what string, pod corev1.PodSpec) {
 	t.Helper()
 	generated := hhGenerated()
-	for _, c := range hhContainers(pod) {
+	for _, c := range podContainers(pod) {
 		for _, e := range c.Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 				ref := e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
@@ -482,7 +470,7 @@ func TestHeatChart(t *testing.T) {
 			t.Errorf("Job %s restartPolicy %s, want heat-init-<hash>, Never", job.Name, pod.RestartPolicy)
 		}
 		hhCheckUser(t, "heat-init", pod, 904)
-		all := hhContainers(pod)
+		all := podContainers(pod)
 		if names := hhNames(all); !reflect.DeepEqual(names, heatSteps) || len(pod.Containers) != 1 {
 			t.Fatalf("heat-init steps = %v (last is the main container), want %v", names, heatSteps)
 		}
@@ -544,7 +532,7 @@ func TestHeatOverrides(t *testing.T) {
 		"endpoints": map[string]any{"heat": map[string]any{"public": "http://192.0.2.10:30004"}, "cfn": map[string]any{"public": "http://192.0.2.10:30000/"}},
 		"service":   map[string]any{"type": "ClusterIP"},
 	}))
-	all := hhContainers(objs.jobs[0].Spec.Template.Spec)
+	all := podContainers(objs.jobs[0].Spec.Template.Spec)
 	if got := hhEnv(t, containerByName(all, "keystone-register"), "ENDPOINT_PUBLIC"); got != "http://192.0.2.10:30004/v1/%(tenant_id)s" {
 		t.Errorf("heat public endpoint = %q, want http://192.0.2.10:30004/v1/%%(tenant_id)s", got)
 	}
@@ -820,30 +808,7 @@ func TestHeatHorizonSecrets(t *testing.T) {
 			for _, j := range objs.jobs {
 				pods[j.Name] = j.Spec.Template.Spec
 			}
-			secretish := regexp.MustCompile(`(?i)password|secret|_key$`)
-			urlPass := regexp.MustCompile(`://[^:/@]+:(.*)@[^@]+$`)
-			var walk func(path string, v any)
-			walk = func(path string, v any) {
-				switch v := v.(type) {
-				case map[string]any:
-					for k, e := range v {
-						walk(path+"."+k, e)
-					}
-				case []any:
-					for i, e := range v {
-						walk(fmt.Sprintf("%s[%d]", path, i), e)
-					}
-				case string:
-					key := path[strings.LastIndex(path, ".")+1:]
-					if secretish.MatchString(key) && !placeholderRE.MatchString(v) {
-						t.Errorf("values %s = %q, want a @@NAME@@ placeholder", path, v)
-					}
-					if m := urlPass.FindStringSubmatch(v); m != nil && !regexp.MustCompile(`^@@[A-Z0-9_]+@@$`).MatchString(m[1]) {
-						t.Errorf("values %s carries a URL password %q, want a placeholder", path, m[1])
-					}
-				}
-			}
-			walk("", vals)
+			checkPlaceholders(t, vals, regexp.MustCompile(`(?i)password|secret|_key$`))
 			files := objs.secrets[chart+"-config"].StringData
 			if len(objs.secrets) != 1 || len(files) == 0 {
 				t.Fatalf("secrets = %v, want only %s-config", objs.secrets, chart)
@@ -1038,34 +1003,12 @@ func (s hhSecrets) env(t *testing.T, c *corev1.Container) []string {
 // the rendered files and the values it used by variable.
 func hhRunConfigRender(t *testing.T, render *corev1.Container, files map[string]string, secrets hhSecrets) (string, map[string]string) {
 	t.Helper()
-	if len(render.Command) != 3 || render.Command[0] != "/bin/sh" {
-		t.Fatalf("config-render command = %v, want /bin/sh -ec SCRIPT", render.Command)
-	}
-	dir := t.TempDir()
-	tmpl, conf := filepath.Join(dir, "templates"), filepath.Join(dir, "config")
-	for _, d := range []string{tmpl, conf} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(tmpl, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := append([]string{"PATH=" + os.Getenv("PATH")}, secrets.env(t, render)...)
 	values := map[string]string{}
-	for _, kv := range env[1:] {
+	for _, kv := range secrets.env(t, render) {
 		k, v, _ := strings.Cut(kv, "=")
 		values[k] = v
 	}
-	script := strings.NewReplacer("/etc/osd/templates", tmpl, "/etc/osd/config", conf).Replace(render.Command[2])
-	cmd := exec.Command(render.Command[0], render.Command[1], script)
-	cmd.Env = env
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("config-render: %v\n%s", err, b)
-	}
-	return conf, values
+	return runRenderScript(t, render, files, values), values
 }
 
 // shq quotes s for the shell.
@@ -1247,7 +1190,7 @@ func TestHeatHorizonRunInOpenstackImage(t *testing.T) {
 	script.WriteString(runScriptHead)
 	done := map[string]bool{}
 	step := func(pod corev1.PodSpec, name string) *corev1.Container {
-		c := containerByName(hhContainers(pod), name)
+		c := containerByName(podContainers(pod), name)
 		if c == nil {
 			t.Fatalf("no step %s", name)
 		}

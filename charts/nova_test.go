@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,14 +71,7 @@ func renderNova(t *testing.T, spec deploy.DeploymentSpec) (novaObjects, string, 
 	}
 	n := novaObjects{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, secrets: map[string]*corev1.Secret{}}
 	for _, o := range objs {
-		doc, err := json.Marshal(o.raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := strictDecoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
-		}
+		obj := decodeObject(t, o)
 		switch v := obj.(type) {
 		case *appsv1.Deployment:
 			n.deployments[v.Name] = v
@@ -112,10 +104,6 @@ func (n novaObjects) pods() map[string]corev1.PodSpec {
 		out["Deployment/"+name] = d.Spec.Template.Spec
 	}
 	return out
-}
-
-func novaContainers(pod corev1.PodSpec) []corev1.Container {
-	return append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
 }
 
 // novaParseINI reads an INI file the way oslo.config would see it: sections, "key = value"
@@ -184,7 +172,7 @@ func TestNovaRender(t *testing.T) {
 		if compute {
 			image = testImages["compute"]
 		}
-		for _, c := range novaContainers(pod) {
+		for _, c := range podContainers(pod) {
 			if c.ImagePullPolicy != corev1.PullNever || c.Image != image {
 				t.Errorf("%s container %s = %s pull %s, want %s Never", name, c.Name, c.Image, c.ImagePullPolicy, image)
 			}
@@ -543,7 +531,7 @@ func TestNovaJob(t *testing.T) {
 	if pod.RestartPolicy != corev1.RestartPolicyNever || pod.SecurityContext == nil || *pod.SecurityContext.RunAsUser != 64060 {
 		t.Errorf("Job restartPolicy %s securityContext %+v, want Never as uid 64060", pod.RestartPolicy, pod.SecurityContext)
 	}
-	all := novaContainers(pod)
+	all := podContainers(pod)
 	var names []string
 	for _, c := range all {
 		names = append(names, c.Name)
@@ -615,7 +603,7 @@ func TestNovaSecrets(t *testing.T) {
 	}
 	n, out, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
 	for name, pod := range n.pods() {
-		for _, c := range novaContainers(pod) {
+		for _, c := range podContainers(pod) {
 			for _, e := range c.Env {
 				switch {
 				case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
@@ -688,7 +676,7 @@ func TestNovaOverrides(t *testing.T) {
 		"novncproxy": map[string]any{"service": map[string]any{"type": "ClusterIP"}},
 		"conf":       map[string]any{"nova": map[string]any{"vnc": map[string]any{"novncproxy_base_url": novnc}}},
 	}))
-	if e := envByName(containerByName(novaContainers(n.job.Spec.Template.Spec), "keystone-register"), "ENDPOINT_PUBLIC"); e == nil || e.Value != public {
+	if e := envByName(containerByName(podContainers(n.job.Spec.Template.Spec), "keystone-register"), "ENDPOINT_PUBLIC"); e == nil || e.Value != public {
 		t.Errorf("keystone-register does not register the overridden public endpoint %s", public)
 	}
 	for _, secret := range []string{"nova-config", "nova-compute-config"} {
@@ -822,7 +810,7 @@ func TestNovaImages(t *testing.T) {
 	n, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
 	commands := map[string]map[string]bool{} // image -> commands of its containers
 	for _, pod := range n.pods() {
-		for _, c := range novaContainers(pod) {
+		for _, c := range podContainers(pod) {
 			name := ""
 			for img, ref := range testImages {
 				if ref == c.Image {

@@ -1,7 +1,6 @@
 package charts
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +18,7 @@ func typedAll(t *testing.T, objs []object) map[string]any {
 	t.Helper()
 	out := map[string]any{}
 	for _, o := range objs {
-		doc, err := json.Marshal(o.raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := strictDecoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode %s/%s: %v", o.Kind, o.Metadata.Name, err)
-		}
+		obj := decodeObject(t, o)
 		name := o.Metadata.Name
 		if o.Kind == "Job" {
 			name = name[:strings.LastIndex(name, "-")]
@@ -212,7 +204,7 @@ func TestNeutronChart(t *testing.T) {
 		}
 	}
 	for _, o := range []*corev1.PodSpec{&server.Spec.Template.Spec, &job.Spec.Template.Spec, &pod} {
-		for _, c := range append(append([]corev1.Container{}, o.InitContainers...), o.Containers...) {
+		for _, c := range podContainers(*o) {
 			for _, e := range c.Env {
 				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && !generated[e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key] {
 					t.Errorf("container %s env %s refers to %s/%s, not generated", c.Name, e.Name, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
