@@ -182,6 +182,15 @@ func TestReasonLine(t *testing.T) {
 				"2026-11-21 15:24:26.759 1 ERROR neutron \x1b[00m\n",
 			"AttributeError: 'NoneType' object has no attribute 'setsockopt'"},
 		{"oslo with request id", "2026-11-21 15:24:26.759 7 WARNING nova.scheduler [req-1 - - - - -] No valid host\n", "No valid host"},
+		{"sqlalchemy trailer after a missing table",
+			"2026-11-21 18:14:02.101 1 ERROR neutron sqlalchemy.exc.ProgrammingError: (pymysql.err.ProgrammingError) (1146, \"Table 'neutron.ovn_hash_ring' doesn't exist\")\n" +
+				"2026-11-21 18:14:02.101 1 ERROR neutron [SQL: SELECT ovn_hash_ring.node_uuid FROM ovn_hash_ring]\n" +
+				"2026-11-21 18:14:02.101 1 ERROR neutron [parameters: ('neutron',)]\n" +
+				"2026-11-21 18:14:02.101 1 ERROR neutron (Background on this error at: https://sqlalche.me/e/14/f405)\x1b[00m\n",
+			"sqlalchemy.exc.ProgrammingError: (pymysql.err.ProgrammingError) (1146, \"Table 'neutron.ovn_hash_ring' doesn't exist\") (the database schema is not there yet: the service's init Job migrates it)"},
+		{"sqlalchemy error without a missing table",
+			"sqlalchemy.exc.OperationalError: (pymysql.err.OperationalError) (2003, \"Can't connect to MySQL server on 'mariadb'\")\n(Background on this error at: https://sqlalche.me/e/14/e3q8)\n",
+			"sqlalchemy.exc.OperationalError: (pymysql.err.OperationalError) (2003, \"Can't connect to MySQL server on 'mariadb'\")"},
 		{"colours only", "\x1b[01;31mred\x1b[00m\n", "red"},
 		{"empty", "", ""},
 	} {

@@ -165,12 +165,18 @@ func (c *Controller) lastLogLine(ctx context.Context, ns string, ref ContainerRe
 var (
 	ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 	// oslo.log's prefix: "2026-11-21 15:24:26.759 1 ERROR neutron " (date, time, pid, level, logger).
-	osloPrefix = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ (CRITICAL|ERROR|WARNING|INFO|DEBUG|TRACE) \S+( \[[^\]]*\])? ?`)
+	// What SQLAlchemy prints after the exception line.
+	sqlTrailer = regexp.MustCompile(`^(\(Background on this error at: [^)]*\)|\[SQL: .*|\[parameters: .*)$`)
+	// MySQL's error 1146 (ER_NO_SUCH_TABLE).
+	missingTable = regexp.MustCompile(`\(1146, "Table '[^']+' doesn't exist"\)`)
+	osloPrefix   = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ (CRITICAL|ERROR|WARNING|INFO|DEBUG|TRACE) \S+( \[[^\]]*\])? ?`)
 )
 
 // ReasonLine picks the line of a log tail that says why a container stopped: the last line
 // with text once terminal colour codes and oslo.log's date/pid/level/logger prefix are gone
-// (a Python traceback ends with the exception), at most 300 bytes.
+// (a Python traceback ends with the exception; SQLAlchemy's [SQL: ...], [parameters: ...]
+// and "Background on this error" lines after it are skipped), at most 300 bytes. A missing
+// table says that the database is not migrated yet.
 func ReasonLine(log string) string {
 	last := ""
 	sc := bufio.NewScanner(strings.NewReader(log))
@@ -178,12 +184,15 @@ func ReasonLine(log string) string {
 	for sc.Scan() {
 		l := ansiEscape.ReplaceAllString(sc.Text(), "")
 		l = strings.TrimSpace(osloPrefix.ReplaceAllString(strings.TrimSpace(l), ""))
-		if l != "" {
+		if l != "" && !sqlTrailer.MatchString(l) {
 			last = l
 		}
 	}
 	if len(last) > 300 {
 		last = last[:300] + "..."
+	}
+	if missingTable.MatchString(last) {
+		last += " (the database schema is not there yet: the service's init Job migrates it)"
 	}
 	return last
 }
