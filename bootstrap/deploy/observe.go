@@ -164,11 +164,11 @@ func (c *Controller) lastLogLine(ctx context.Context, ns string, ref ContainerRe
 
 var (
 	ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
-	// oslo.log's prefix: "2026-11-21 15:24:26.759 1 ERROR neutron " (date, time, pid, level, logger).
 	// What SQLAlchemy prints after the exception line.
 	sqlTrailer = regexp.MustCompile(`^(\(Background on this error at: [^)]*\)|\[SQL: .*|\[parameters: .*)$`)
 	// MySQL's error 1146 (ER_NO_SUCH_TABLE).
 	missingTable = regexp.MustCompile(`\(1146, "Table '[^']+' doesn't exist"\)`)
+	// oslo.log's prefix: "2026-11-21 15:24:26.759 1 ERROR neutron " (date, time, pid, level, logger).
 	osloPrefix   = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ (CRITICAL|ERROR|WARNING|INFO|DEBUG|TRACE) \S+( \[[^\]]*\])? ?`)
 )
 
