@@ -169,7 +169,7 @@ var (
 	// MySQL's error 1146 (ER_NO_SUCH_TABLE).
 	missingTable = regexp.MustCompile(`\(1146, "Table '[^']+' doesn't exist"\)`)
 	// oslo.log's prefix: "2026-11-21 15:24:26.759 1 ERROR neutron " (date, time, pid, level, logger).
-	osloPrefix   = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ (CRITICAL|ERROR|WARNING|INFO|DEBUG|TRACE) \S+( \[[^\]]*\])? ?`)
+	osloPrefix = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ (CRITICAL|ERROR|WARNING|INFO|DEBUG|TRACE) \S+( \[[^\]]*\])? ?`)
 )
 
 // ReasonLine picks the line of a log tail that says why a container stopped: the last line
