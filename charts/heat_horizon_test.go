@@ -1072,6 +1072,12 @@ func podFiles(t *testing.T, pod corev1.PodSpec, c *corev1.Container, dir, work s
 }
 
 // podCommand is container c's command as shell words, run by env with c's environment.
+// What the third run of TestHeatHorizonRunInOpenstackImage's registration steps changes.
+const (
+	movedCfnEndpoint    = "http://192.0.2.10:30000/v1"
+	rotatedHeatPassword = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
 func podCommand(t *testing.T, c *corev1.Container, secrets hhSecrets) string {
 	t.Helper()
 	return shArgs(append(secrets.env(t, c), c.Command...))
@@ -1293,6 +1299,12 @@ if as %d $S/%s-%d.log %s; then result step_%s_%d 0 $(since $t); else result step
 `, uid, name, run, podCommand(t, step(jpod, name), secrets), name, run, name, run, name, run)
 		}
 	}
+	// A third run as after a change of the node's address: the public endpoint is moved,
+	// not duplicated.
+	cfn := step(jpod, "keystone-register-cfn")
+	moved := shArgs(append(append(secrets.env(t, cfn), "ENDPOINT_PUBLIC="+movedCfnEndpoint), cfn.Command...))
+	fmt.Fprintf(&script, `if as %[1]d $S/moved.log %[2]s; then result step_moved 0 $(grep -c '^moved public endpoint' $S/moved.log); else result step_moved $?; cat $S/moved.log; fi
+`, uid, moved)
 	reg := step(jpod, "keystone-register")
 	// The admin credentials of the step, for Debian's openstack client: the catalog's
 	// in-cluster identity endpoint (internal), not the public NodePort.
@@ -1324,6 +1336,14 @@ result heat_admin_token $(curl -m 15 -s -o /dev/null -w '%%{http_code}' -H "X-Au
 		osc(domainAdmin, "token", "issue", "-f", "value", "-c", "id"),
 		osc(nil, "token", "issue", "-f", "value", "-c", "id"),
 		shArgs(admin))
+	// Last (heat's services could no longer authenticate after it): a run as after a rotated
+	// service password sets the password again, and the user authenticates with it.
+	heatReg := step(jpod, "keystone-register")
+	rotated := shArgs(append(append(secrets.env(t, heatReg), "SVC_PASSWORD="+rotatedHeatPassword), heatReg.Command...))
+	heatUser := []string{"OS_USERNAME=heat", "OS_PROJECT_NAME=service", "OS_PASSWORD=" + rotatedHeatPassword}
+	fmt.Fprintf(&script, `if as %[1]d $S/rotated.log %[2]s; then result step_rotated 0 $(grep -c '^set the password of user heat$' $S/rotated.log); else result step_rotated $?; cat $S/rotated.log; fi
+if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated_token 1; cat $S/token.txt; fi
+`, uid, rotated, osc(heatUser, "token", "issue", "-f", "value", "-c", "id"))
 	script.WriteString("sleep 1\n")
 
 	scratch := t.TempDir()
@@ -1401,11 +1421,16 @@ result heat_admin_token $(curl -m 15 -s -o /dev/null -w '%%{http_code}' -H "X-Au
 			check(fmt.Sprintf("step_%s_%d", name, run), 0, "0")
 		}
 	}
+	check("step_moved", 0, "0")
+	check("step_moved", 1, "1")
+	check("step_rotated", 0, "0")
+	check("step_rotated", 1, "1")
+	check("rotated_token", 0, "0")
 	for _, want := range []string{
 		"endpoint heat public http://127.0.0.1:30004/v1/%(tenant_id)s",
 		"endpoint heat internal http://heat-api.openstack.svc:8004/v1/%(tenant_id)s",
 		"endpoint heat admin http://heat-api.openstack.svc:8004/v1/%(tenant_id)s",
-		"endpoint heat-cfn public http://127.0.0.1:30000/v1",
+		"endpoint heat-cfn public " + movedCfnEndpoint,
 		"endpoint heat-cfn internal http://heat-api-cfn.openstack.svc:8000/v1",
 		"endpoint heat-cfn admin http://heat-api-cfn.openstack.svc:8000/v1",
 		"domain_admin_role admin",
@@ -1425,7 +1450,7 @@ result heat_admin_token $(curl -m 15 -s -o /dev/null -w '%%{http_code}' -H "X-Au
 		}
 	}
 	if endpoints != 6 {
-		t.Errorf("heat and heat-cfn have %d endpoints after two runs, want 6", endpoints)
+		t.Errorf("heat and heat-cfn have %d endpoints after three runs, want 6", endpoints)
 		failed = true
 	}
 	check("domain_admin_token", 0, "0")
