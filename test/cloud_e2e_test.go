@@ -107,6 +107,15 @@ func checkCloud(t *testing.T, n *node) {
 		if !strings.Contains(console, lease) {
 			t.Fatalf("console log lacks %q (no DHCP lease from OVN):\n%s", lease, tail(console, 30))
 		}
+		// Then it reads its own uuid from the metadata service (OVN metadata agent,
+		// haproxy in the ovnmeta namespace, Nova's metadata API).
+		metadata := "osd-guest: metadata uuid " + id
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && !strings.Contains(console, metadata) && !strings.Contains(console, "osd-guest: metadata unreachable"); time.Sleep(3 * time.Second) {
+			console, _ = n.openstack("console", "log", "show", id)
+		}
+		if !strings.Contains(console, metadata) {
+			t.Errorf("console log lacks %q (the guest did not get its uuid from http://169.254.169.254):\n%s", metadata, tail(console, 30))
+		}
 		fip := n.field(t, "floating", "ip", "create", "external", "-f", "value", "-c", "floating_ip_address")
 		defer n.openstack("floating", "ip", "delete", fip)
 		if out, err := n.openstack("server", "add", "floating", "ip", id, fip); err != nil {
@@ -128,6 +137,9 @@ func checkCloud(t *testing.T, n *node) {
 		m := regexp.MustCompile(`floating IP\s+([0-9.]+)`).FindStringSubmatch(out)
 		if m == nil || !strings.Contains(out, "ping after") {
 			t.Fatalf("osd launch output lacks a floating IP that answered ping:\n%s", out)
+		}
+		if !strings.Contains(out, "the guest read its own uuid from http://169.254.169.254") {
+			t.Errorf("osd launch output does not say the guest read its uuid from the metadata service:\n%s", out)
 		}
 		if _, err := waitPing(m[1], 10*time.Second); err != nil {
 			t.Fatalf("after osd launch: %v", err)

@@ -54,6 +54,7 @@ type LaunchResult struct {
 	Diagnosis  []string `json:"diagnosis,omitempty"`   // why it is not reachable
 	ActiveIn   string   `json:"active_in,omitempty"`   // create -> ACTIVE
 	PingIn     string   `json:"ping_in,omitempty"`     // create -> first ping answer
+	Metadata   string   `json:"metadata,omitempty"`    // what the guest got from the metadata service
 }
 
 // HostProbe is how Launch checks reachability from the host (real
@@ -71,6 +72,9 @@ type Launcher struct {
 	ActiveTimeout, PingTimeout time.Duration
 	// Poll is the pause between status checks and pings (default 2 s).
 	Poll time.Duration
+	// MetadataTimeout bounds the wait, once the server answers ping, for the guest's
+	// report of the metadata service on its console (default 90 s).
+	MetadataTimeout time.Duration
 }
 
 func (l Launcher) poll() time.Duration {
@@ -186,6 +190,8 @@ func (l Launcher) Launch(ctx context.Context, req LaunchRequest, emit func(strin
 			res.Reach = fmt.Sprintf("ping %s; nc %s 22 (the test guest has no SSH: port 22 answers with a banner, port 80 with HTTP where the security group allows it); console log: openstack console log show %s",
 				res.FloatingIP, res.FloatingIP, srv.ID)
 			emit(fmt.Sprintf("server %s: %s answers ping (%s after create)", req.Name, res.FloatingIP, res.PingIn))
+			res.Metadata = l.metadata(ctx, srv.ID)
+			emit(fmt.Sprintf("server %s: metadata service: %s", req.Name, res.Metadata))
 			return res, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -275,6 +281,45 @@ func (l Launcher) floatingIP(ctx context.Context, extID, portID string) (Floatin
 		return have[0], nil
 	}
 	return l.Client.CreateFloatingIP(ctx, extID, portID)
+}
+
+// metadata waits for the guest's report of the metadata service on its console (the test
+// image reads its uuid from http://169.254.169.254 once it has a lease) and says what the
+// guest found.
+func (l Launcher) metadata(ctx context.Context, id string) string {
+	timeout := l.MetadataTimeout
+	if timeout == 0 {
+		timeout = 90 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if out, err := l.Client.ConsoleOutput(ctx, id, 0); err == nil {
+			if msg, ok := MetadataFinding(guest.ParseConsole(out), id); ok {
+				return msg
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return "the guest has not reported on it after " + timeout.String() + " (an image other than osd-test says nothing)"
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(l.poll()):
+		}
+	}
+}
+
+// MetadataFinding says what a guest's console reports of the metadata service for
+// server id, and whether it reports anything yet (pure).
+func MetadataFinding(c guest.Console, id string) (string, bool) {
+	switch {
+	case c.MetadataUUID == id:
+		return "the guest read its own uuid from http://169.254.169.254", true
+	case c.MetadataUUID != "":
+		return "the metadata service gave the guest uuid " + c.MetadataUUID + ", not this server's (" + id + ")", true
+	case c.MetadataFail:
+		return "the guest got no answer from http://169.254.169.254 for a minute (the OVN metadata agent and its haproxy in the network's ovnmeta namespace on the compute node, then Nova's metadata API)", true
+	}
+	return "", false
 }
 
 // diagnose gathers what can be observed about an unreachable server.

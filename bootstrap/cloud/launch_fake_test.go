@@ -119,8 +119,11 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 		err       string
 		reachable bool
 		diagnosis string
+		metadata  string
 	}{
-		{name: "reachable", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 1}, reachable: true},
+		{name: "reachable", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 1}, reachable: true,
+			console: "osd-guest: eth0 10.20.0.7/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata uuid s1\n", metadata: "the guest read its own uuid"},
+		{name: "reachable, silent guest", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 0}, reachable: true, metadata: "has not reported on it after 50ms"},
 		{name: "no valid host", status: "ERROR", fault: "No valid host was found. There are not enough hosts available.", probe: &fakeProbe{},
 			err: "server osd-test-x went to ERROR: No valid host was found. There are not enough hosts available."},
 		{name: "binding failed, no lease", status: "ACTIVE", vifType: "binding_failed", probe: &fakeProbe{answerAfter: -1},
@@ -136,7 +139,7 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := Launcher{Client: c, Probe: tc.probe, PingTimeout: time.Second, Poll: 10 * time.Millisecond}
+			l := Launcher{Client: c, Probe: tc.probe, PingTimeout: time.Second, Poll: 10 * time.Millisecond, MetadataTimeout: 50 * time.Millisecond}
 			var events []string
 			res, err := l.Launch(ctx, LaunchRequest{Name: "osd-test-x"}, func(s string) { events = append(events, s) })
 			if tc.err != "" {
@@ -154,6 +157,9 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 			}
 			if tc.reachable && (res.FixedIP != "10.20.0.7" || res.FloatingIP != "172.24.4.150" || res.ConsoleURL == "" || f.floatingIP["port_id"] != "port1" || f.floatingIP["floating_network_id"] != "n-ext") {
 				t.Errorf("Launch(%s) = %+v (floating IP request %v), want 10.20.0.7, 172.24.4.150 from n-ext on port1, a console URL", tc.name, res, f.floatingIP)
+			}
+			if !strings.Contains(res.Metadata, tc.metadata) || (tc.metadata == "") != (res.Metadata == "") {
+				t.Errorf("Launch(%s).Metadata = %q, want %q", tc.name, res.Metadata, tc.metadata)
 			}
 			if tc.diagnosis != "" {
 				d := strings.Join(res.Diagnosis, "; ")

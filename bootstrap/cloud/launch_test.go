@@ -81,3 +81,23 @@ func TestLaunchRequestWithDefaults(t *testing.T) {
 		t.Errorf("WithDefaults(%+v) = %+v, want it unchanged", kept, kept.WithDefaults())
 	}
 }
+
+func TestMetadataFinding(t *testing.T) {
+	const id = "6f0e2c1a-1b2c-4d5e-8f90-0a1b2c3d4e5f"
+	for _, tc := range []struct {
+		name    string
+		console guest.Console
+		want    string
+		ok      bool
+	}{
+		{"own uuid", guest.Console{Started: true, Address: "10.20.0.5/24", MetadataUUID: id}, "the guest read its own uuid", true},
+		{"another server's uuid", guest.Console{Started: true, MetadataUUID: "00000000-0000-0000-0000-000000000001"}, "gave the guest uuid 00000000-0000-0000-0000-000000000001, not this server's", true},
+		{"no answer", guest.Console{Started: true, Address: "10.20.0.5/24", MetadataFail: true}, "no answer from http://169.254.169.254", true},
+		{"not reported yet", guest.Console{Started: true, Address: "10.20.0.5/24"}, "", false},
+	} {
+		got, ok := MetadataFinding(tc.console, id)
+		if ok != tc.ok || !strings.Contains(got, tc.want) || (tc.want == "") != (got == "") {
+			t.Errorf("MetadataFinding(%s) = %q, %v, want %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}

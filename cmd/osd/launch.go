@@ -113,6 +113,9 @@ func printLaunch(r cloud.LaunchResult) {
 	if r.PingIn != "" {
 		fmt.Fprintf(tw, "ping after\t%s\n", r.PingIn)
 	}
+	if r.Metadata != "" {
+		fmt.Fprintf(tw, "metadata\t%s\n", r.Metadata)
+	}
 	if r.Reach != "" {
 		fmt.Fprintf(tw, "reach it\t%s\n", r.Reach)
 	}

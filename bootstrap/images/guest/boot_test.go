@@ -99,6 +99,7 @@ func buildTwice(t *testing.T) Image {
 // 10.253.<n>.0/24.
 type testNet struct {
 	ns, bridge, prefix, server string
+	uuid                       string // what the namespace's metadata service says
 }
 
 func makeTestNet(t *testing.T, dir string) testNet {
@@ -120,6 +121,25 @@ func makeTestNet(t *testing.T, dir string) testNet {
 	run(t, "ip", "-n", tn.ns, "addr", "add", tn.server+"/24", "dev", peer)
 	run(t, "ip", "-n", tn.ns, "link", "set", peer, "up")
 	run(t, "ip", "-n", tn.ns, "link", "set", "lo", "up")
+
+	// A metadata service as Neutron's: 169.254.169.254 behind the .2 address the
+	// classless static route names, serving the server's meta_data.json.
+	tn.uuid = strings.Join([]string{randomHex(t, 4), randomHex(t, 2), randomHex(t, 2), randomHex(t, 2), randomHex(t, 6)}, "-")
+	md := filepath.Join(dir, "metadata")
+	if err := os.MkdirAll(filepath.Join(md, "openstack", "latest"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"uuid": "` + tn.uuid + `", "name": "osd-guest-test", "hostname": "osd-guest-test", "launch_index": 0, "availability_zone": "nova", "project_id": "` + randomHex(t, 16) + `"}`
+	if err := os.WriteFile(filepath.Join(md, "openstack", "latest", "meta_data.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "ip", "-n", tn.ns, "addr", "add", tn.prefix+".2/24", "dev", peer)
+	run(t, "ip", "-n", tn.ns, "addr", "add", "169.254.169.254/32", "dev", "lo")
+	httpd := exec.Command("ip", "netns", "exec", tn.ns, "busybox", "httpd", "-f", "-p", "169.254.169.254:80", "-h", md)
+	if err := httpd.Start(); err != nil {
+		t.Fatalf("start the metadata httpd: %v", err)
+	}
+	t.Cleanup(func() { httpd.Process.Kill(); httpd.Wait() })
 
 	conf := filepath.Join(dir, "udhcpd.conf")
 	leases := filepath.Join(dir, "udhcpd.leases")
@@ -263,6 +283,16 @@ func TestBuildBootDHCP(t *testing.T) {
 		t.Errorf("console lacks the marker with gateway %s (from classless static routes) and mtu 1400", tn.server)
 	}
 	t.Logf("guest %s: boot to DHCP lease %s (console %+v)", name, time.Since(start).Round(time.Millisecond), c)
+	for deadline := time.Now().Add(90 * time.Second); c.MetadataUUID == "" && !c.MetadataFail && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		b, _ := os.ReadFile(console)
+		c = ParseConsole(string(b))
+	}
+	if c.MetadataUUID != tn.uuid {
+		b, _ := os.ReadFile(console)
+		t.Errorf("guest's metadata uuid = %q (unreachable %v), want %s from the namespace's metadata service; console:\n%s", c.MetadataUUID, c.MetadataFail, tn.uuid, tailLines(string(b), 15))
+	} else {
+		t.Logf("guest read its uuid from the metadata service %s after boot", time.Since(start).Round(time.Millisecond))
+	}
 	ip, ipnet, err := net.ParseCIDR(c.Address)
 	if err != nil || ipnet.String() != tn.prefix+".0/24" || c.Gateway != tn.server {
 		t.Fatalf("guest address %q gateway %q, want one in %s.0/24 via %s", c.Address, c.Gateway, tn.prefix, tn.server)
@@ -364,4 +394,13 @@ func TestBuildOfflineUsesCache(t *testing.T) {
 	if _, err := Build(ctx, Options{CacheDir: t.TempDir(), Sources: offline}); err == nil {
 		t.Error("Build(offline, empty cache) = nil error, want an error")
 	}
+}
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

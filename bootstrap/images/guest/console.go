@@ -12,6 +12,10 @@ type Console struct {
 	Gateway   string // the default gateway it set ("none" when none was offered)
 	LeaseFail bool   // udhcpc reported no lease (and no address line followed)
 	NoNIC     bool   // there was no eth0
+	// MetadataUUID is the uuid the guest read from the metadata service ("none" when the
+	// document had none); MetadataFail says it got no answer for a minute.
+	MetadataUUID string
+	MetadataFail bool
 }
 
 var upLine = regexp.MustCompile(`osd-guest: eth0 (\S+) up gateway (\S+)`)
@@ -30,6 +34,10 @@ func ParseConsole(log string) Console {
 			c.Started = true
 		case strings.HasPrefix(line, Marker+" no eth0"):
 			c.Started, c.NoNIC = true, true
+		case strings.HasPrefix(line, Marker+" metadata uuid "):
+			c.Started, c.MetadataUUID, c.MetadataFail = true, strings.TrimSpace(strings.TrimPrefix(line, Marker+" metadata uuid ")), false
+		case strings.HasPrefix(line, Marker+" metadata unreachable"):
+			c.Started, c.MetadataFail = true, true
 		case strings.Contains(line, "no DHCP lease"):
 			c.Started = true
 			if c.Address == "" {

@@ -16,6 +16,10 @@ func TestParseConsole(t *testing.T) {
 			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1"}},
 		{"up then renew failure", "osd-guest: eth0 10.20.0.5/24 up gateway none mtu default\nosd-guest: eth0 no DHCP lease yet (nak)\n",
 			Console{Started: true, Address: "10.20.0.5/24", Gateway: "none"}},
+		{"metadata", "osd-guest: eth0 10.20.0.5/24 up gateway 10.20.0.1 mtu 1442\r\nosd-guest: metadata uuid 3f1c9a4e-0b6d-4c8e-9f3a-2d7e5b1c0a99\r\n",
+			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1", MetadataUUID: "3f1c9a4e-0b6d-4c8e-9f3a-2d7e5b1c0a99"}},
+		{"metadata unreachable", "osd-guest: eth0 10.20.0.5/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata unreachable (http://169.254.169.254/openstack/latest/meta_data.json gave no answer for a minute)\n",
+			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1", MetadataFail: true}},
 		{"no nic", "osd-guest: init started\nosd-guest: no eth0 (interfaces: lo )\n", Console{Started: true, NoNIC: true}},
 		{"prefixed by kernel timestamps", "[  5.1] osd-guest: eth0 192.168.1.9/24 up gateway 192.168.1.1 mtu default", Console{Started: true, Address: "192.168.1.9/24", Gateway: "192.168.1.1"}},
 	} {

@@ -50,7 +50,8 @@ while :; do sleep 3600; done
 // and prints the marker line ParseConsole reads.
 const udhcpcScript = `#!/bin/sh
 say() { /bin/osd-say "$@"; }
-case "$1" in
+event=$1
+case "$event" in
 deconfig)
 	ip -4 addr flush dev "$interface"
 	ip link set "$interface" up
@@ -77,6 +78,7 @@ bound|renew)
 	for d in $dns; do echo "nameserver $d" >> /etc/resolv.conf; done
 	[ -n "$hostname" ] && hostname "$hostname"
 	say "$interface $ip/$mask up gateway ${gw:-none} mtu ${mtu:-default}"
+	[ "$event" = bound ] && [ ! -e /run/osd-metadata ] && : > /run/osd-metadata && /bin/osd-metadata &
 	;;
 esac
 exit 0
@@ -93,6 +95,31 @@ case "$(cat /sys/class/tty/console/active 2>/dev/null)" in
 *) echo "$msg" > /dev/console 2>/dev/null ;;
 esac
 exit 0
+`
+
+// metadataScript reads the server's own uuid from the metadata service (the route to
+// 169.254.169.254 comes with the DHCP lease) and prints it, or that it got no answer.
+const metadataScript = `#!/bin/sh
+say() { /bin/osd-say "$@"; }
+# nc, not wget: the static busybox's wget looks up the "http" service through NSS and
+# crashes; nc takes the numeric port as it is.
+url=http://169.254.169.254/openstack/latest/meta_data.json
+i=0
+while [ $i -lt 12 ]; do
+	if doc=$(printf 'GET /openstack/latest/meta_data.json HTTP/1.0\r\nHost: 169.254.169.254\r\n\r\n' | nc -w 5 169.254.169.254 80 2>/tmp/metadata.err); then
+		case "$doc" in
+		HTTP/1.[01]\ 200*)
+			uuid=$(echo "$doc" | sed -n 's/.*"uuid": *"\([0-9a-f-]*\)".*/\1/p')
+			say "metadata uuid ${uuid:-none}"
+			exit 0
+			;;
+		*) echo "$doc" | head -n 1 | tr -d '\r' > /tmp/metadata.err ;;
+		esac
+	fi
+	i=$((i+1))
+	sleep 5
+done
+say "metadata unreachable ($url gave no answer for a minute: $(tail -n 1 /tmp/metadata.err))"
 `
 
 // bannerScript answers a TCP connection on port 22 (there is no SSH server).
@@ -120,6 +147,7 @@ func initrdEntries(busybox []byte, modules []Module) []cpioEntry {
 		{Name: "etc/udhcpc.script", Mode: cpioReg | 0o755, Data: []byte(udhcpcScript)},
 		{Name: "bin/osd-say", Mode: cpioReg | 0o755, Data: []byte(sayScript)},
 		{Name: "bin/osd-banner", Mode: cpioReg | 0o755, Data: []byte(bannerScript)},
+		{Name: "bin/osd-metadata", Mode: cpioReg | 0o755, Data: []byte(metadataScript)},
 		{Name: "etc/passwd", Mode: cpioReg | 0o644, Data: []byte("root:x:0:0:root:/:/bin/sh\n")},
 		{Name: "etc/group", Mode: cpioReg | 0o644, Data: []byte("root:x:0:\n")},
 	}
@@ -148,5 +176,5 @@ func writeInitrd(w io.Writer, busybox []byte, modules []Module) error {
 // recipeVersion identifies what the initramfs holds besides the packages:
 // part of the cache key.
 func recipeVersion() string {
-	return "guest-v1\n" + initScript + udhcpcScript + sayScript + bannerScript + strings.Join(NetModules, ",")
+	return "guest-v1\n" + initScript + udhcpcScript + sayScript + bannerScript + metadataScript + strings.Join(NetModules, ",")
 }
