@@ -980,7 +980,7 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	}
 	step := func(pod corev1.PodSpec, name string, timeout time.Duration) (string, error) {
 		t.Helper()
-		c := containerByName(pod.InitContainers, name)
+		c := containerByName(podContainers(pod), name) // the Job's last step is its main container
 		if c == nil {
 			t.Fatalf("no step %s", name)
 		}
