@@ -41,7 +41,8 @@ func novaFS() fs.FS {
 type novaObjects struct {
 	deployments map[string]*appsv1.Deployment
 	compute     *appsv1.DaemonSet
-	job         *batchv1.Job
+	job         *batchv1.Job // nova-init
+	cellSetup   *batchv1.Job // nova-cell-setup
 	services    map[string]*corev1.Service
 	secrets     map[string]*corev1.Secret
 }
@@ -78,7 +79,11 @@ func renderNova(t *testing.T, spec deploy.DeploymentSpec) (novaObjects, string, 
 		case *appsv1.DaemonSet:
 			n.compute = v
 		case *batchv1.Job:
-			n.job = v
+			if strings.HasPrefix(v.Name, "nova-cell-setup-") {
+				n.cellSetup = v
+			} else {
+				n.job = v
+			}
 		case *corev1.Service:
 			n.services[v.Name] = v
 		case *corev1.Secret:
@@ -87,8 +92,8 @@ func renderNova(t *testing.T, spec deploy.DeploymentSpec) (novaObjects, string, 
 			t.Fatalf("nova renders an unexpected %T %s", obj, o.Metadata.Name)
 		}
 	}
-	if n.compute == nil || n.job == nil {
-		t.Fatalf("nova objects = %v, want a DaemonSet and a Job", kinds(objs))
+	if n.compute == nil || n.job == nil || n.cellSetup == nil {
+		t.Fatalf("nova objects = %v, want a DaemonSet and the Jobs nova-init and nova-cell-setup", kinds(objs))
 	}
 	return n, out, vals
 }
@@ -99,7 +104,8 @@ func novaOverrides(o map[string]any) deploy.DeploymentSpec {
 
 // pods returns every pod template of the chart by workload.
 func (n novaObjects) pods() map[string]corev1.PodSpec {
-	out := map[string]corev1.PodSpec{"DaemonSet/nova-compute": n.compute.Spec.Template.Spec, "Job/" + n.job.Name: n.job.Spec.Template.Spec}
+	out := map[string]corev1.PodSpec{"DaemonSet/nova-compute": n.compute.Spec.Template.Spec, "Job/" + n.job.Name: n.job.Spec.Template.Spec,
+		"Job/" + n.cellSetup.Name: n.cellSetup.Spec.Template.Spec}
 	for name, d := range n.deployments {
 		out["Deployment/"+name] = d.Spec.Template.Spec
 	}
@@ -153,10 +159,17 @@ func TestNovaRender(t *testing.T) {
 	want := []string{"Deployment/nova-api", "Deployment/nova-conductor", "Deployment/nova-novncproxy", "Deployment/nova-scheduler",
 		"Secret/nova-compute-config", "Secret/nova-config", "Service/nova-api", "Service/nova-metadata", "Service/nova-novncproxy"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("nova objects = %v, want %v plus DaemonSet/nova-compute and Job/nova-init-<hash>", got, want)
+		t.Errorf("nova objects = %v, want %v plus DaemonSet/nova-compute and the Jobs", got, want)
 	}
-	if !strings.HasPrefix(n.job.Name, "nova-init-") || strings.Count(out, "\nkind: Job") != 1 {
-		t.Errorf("Job %s, want one nova-init-<hash>", n.job.Name)
+	if !strings.HasPrefix(n.job.Name, "nova-init-") || strings.Count(out, "\nkind: Job") != 2 {
+		t.Errorf("Jobs %s and %s, want nova-init-<hash> and nova-cell-setup-<hash> only", n.job.Name, n.cellSetup.Name)
+	}
+	// The cell setup maps registered compute hosts and waits for one (the first server
+	// would otherwise find "No valid host" until the scheduler's periodic mapping).
+	if steps := podContainers(n.cellSetup.Spec.Template.Spec); len(steps) != 2 || steps[1].Name != "discover-hosts" ||
+		!strings.Contains(steps[1].Command[2], "cell_v2 discover_hosts") || !strings.Contains(steps[1].Command[2], "cell_v2 list_hosts | grep -qw cell1") ||
+		!strings.Contains(steps[1].Command[2], `[ "$i" -lt 180 ]`) {
+		t.Errorf("nova-cell-setup steps = %+v, want config-render then discover-hosts waiting up to 180 x 5 s for a host in cell1", steps)
 	}
 
 	for name, pod := range n.pods() {
@@ -1012,6 +1025,10 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	}
 	mustStep(job, "db-sync")
 	mustStep(conductor, "wait-db")
+	// No nova-compute runs here: the cell setup finds no host to map and keeps waiting.
+	if out, err := step(n.cellSetup.Spec.Template.Spec, "discover-hosts", 20*time.Second); err == nil || !strings.Contains(out, "Found 0 unmapped computes in cell") {
+		t.Errorf("discover-hosts without a compute host = %v\n%s\nwant it mapping nothing and waiting", err, tail(out, 8))
+	}
 
 	// The cells: cell0 and exactly one cell1 with the rendered transport URL.
 	list := &corev1.Container{Command: []string{"nova-manage", "--config-file", "/etc/nova/nova.conf", "cell_v2", "list_cells", "--verbose"}}

@@ -67,6 +67,8 @@ func (n *node) field(t *testing.T, args ...string) string {
 // as osd-net=10.20.0.5 or {'osd-net': ['10.20.0.5']} depending on the client's version).
 var fixedIPRE = regexp.MustCompile(`osd-net\W+([0-9]+\.[0-9]+\.[0-9]+\.[0-9]+)`)
 
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
 // checkCloud exercises the whole cloud osd init leaves: a server through Debian's
 // openstack client (ACTIVE, address from OVN DHCP, floating IP answers the host's ping),
 // osd launch, a Heat stack with one server, Horizon in a browser, and deletion that leaves
@@ -81,10 +83,12 @@ func checkCloud(t *testing.T, n *node) {
 	t.Run("server create reaches ACTIVE, OVN DHCP, floating IP answers ping", func(t *testing.T) {
 		t0 := time.Now()
 		out, err := n.openstack("server", "create", "--flavor", "m1.tiny", "--image", "osd-test", "--network", "osd-net", "--wait", "-f", "value", "-c", "id", "e2e-server")
-		if err != nil {
-			t.Fatalf("server create: %v\n%s", err, out)
-		}
 		id := strings.TrimSpace(out)
+		if err != nil || !uuidRE.MatchString(id) {
+			fault, _ := n.openstack("server", "show", "e2e-server", "-f", "value", "-c", "status", "-c", "fault")
+			n.openstack("server", "delete", "--wait", "e2e-server")
+			t.Fatalf("server create: %v\n%s\nserver: %s", err, out, fault)
+		}
 		active := time.Since(t0)
 		defer n.openstack("server", "delete", "--wait", id)
 		if st := n.field(t, "server", "show", id, "-f", "value", "-c", "status"); st != "ACTIVE" {
