@@ -74,6 +74,11 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 // osd launch, a Heat stack with one server, Horizon in a browser, and deletion that leaves
 // no row behind in Nova, Neutron or OVN.
 func checkCloud(t *testing.T, n *node) {
+	// Nova's metadata API lists security groups as the nova service user, and Neutron makes
+	// the default security group of a project the first time it lists that project's
+	// groups: project service gets one when the first guest reads its metadata. Make it
+	// now, so that the counts compare what the test creates and deletes.
+	n.field(t, "security", "group", "list", "--project", "service", "-f", "value", "-c", "ID")
 	before := n.ovnCounts(t)
 	artifacts := os.Getenv("OSD_ARTIFACTS")
 	if artifacts == "" {
@@ -222,7 +227,8 @@ outputs:
 			}
 		}
 		if fmt.Sprint(after) != fmt.Sprint(before) {
-			t.Errorf("OVN northbound rows after deleting everything = %v, want as before %v", after, before)
+			sgs, _ := n.openstack("security", "group", "list", "--all-projects", "-f", "value", "-c", "ID", "-c", "Name", "-c", "Project")
+			t.Errorf("OVN northbound rows after deleting everything = %v, want as before %v; security groups:\n%s", after, before, sgs)
 		}
 		if out := n.field(t, "server", "list", "-f", "value", "-c", "Name"); out != "" {
 			t.Errorf("servers left: %s", out)
