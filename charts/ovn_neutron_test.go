@@ -159,6 +159,27 @@ func TestNeutronChart(t *testing.T) {
 	if c == nil || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Port.IntValue() != 9696 {
 		t.Fatalf("neutron-server container/probe = %+v, want an HTTP probe on 9696", c)
 	}
+	// neutron-server waits for the Job's migrations (EXPAND_HEAD and CONTRACT_HEAD in the
+	// database) instead of crash-looping on missing tables.
+	var inits []string
+	for _, ic := range server.Spec.Template.Spec.InitContainers {
+		inits = append(inits, ic.Name)
+	}
+	if strings.Join(inits, ",") != "config-render,wait-db" {
+		t.Errorf("neutron-server init containers = %v, want config-render,wait-db", inits)
+	}
+	if w := containerByName(server.Spec.Template.Spec.InitContainers, "wait-db"); w != nil {
+		script := w.Command[2]
+		i, j := strings.Index(script, "python3 -c '"), strings.Index(script, "'; do")
+		if i < 0 || j < i || !strings.Contains(script, "EXPAND_HEAD") || !strings.Contains(script, "CONTRACT_HEAD") {
+			t.Fatalf("wait-db script = %q, want a python3 check of the expand and contract heads", script)
+		}
+		cmd := exec.Command("python3", "-c", "import sys; compile(sys.stdin.read(), 'wait-db', 'exec')")
+		cmd.Stdin = strings.NewReader(script[i+len("python3 -c '") : j])
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("wait-db's Python does not compile: %v\n%s", err, out)
+		}
+	}
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.SubPath] = m.MountPath
