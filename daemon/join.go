@@ -423,21 +423,7 @@ func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string,
 // k3s or containerd end on their own (as watchKubernetes does for a server).
 func (d *Daemon) watchAgent(ctx context.Context, kc k3s.Config) {
 	d.watchNode(ctx, kc, "embedded k3s agent", "waiting for the k3s agent to join "+kc.NodeName+" to the cluster",
-		func() kubernetes.Interface { return newAgentClient(kc.Paths) })
-}
-
-// newAgentClient is a client with the kubelet's credentials, nil until k3s wrote them.
-func newAgentClient(p k3s.Paths) kubernetes.Interface {
-	rc, err := k3s.AgentRESTConfig(p)
-	if err != nil {
-		return nil
-	}
-	rc.Timeout = 5 * time.Second
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil
-	}
-	return cs
+		func() kubernetes.Interface { return probeClient(k3s.AgentRESTConfig, kc.Paths) })
 }
 
 // completeJoin registers this node with the cluster (consuming the token) and forgets the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/bootstrap/images/ctrimport"
@@ -93,18 +94,23 @@ func (d *Daemon) ensurePauseImage(ctx context.Context, kc k3s.Config) error {
 // d.failed, which stops the daemon (its supervisor restarts it).
 func (d *Daemon) watchKubernetes(ctx context.Context) {
 	kc := d.k3sConfig()
-	d.watchNode(ctx, kc, "embedded k3s", "waiting for the API server to write its kubeconfig", func() kubernetes.Interface {
-		rc, err := k3s.RESTConfig(kc.Paths)
-		if err != nil {
-			return nil
-		}
-		rc.Timeout = 5 * time.Second
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return nil
-		}
-		return cs
-	})
+	d.watchNode(ctx, kc, "embedded k3s", "waiting for the API server to write its kubeconfig",
+		func() kubernetes.Interface { return probeClient(k3s.RESTConfig, kc.Paths) })
+}
+
+// probeClient is a client with a 5 s timeout from the kubeconfig load reads (the admin's
+// or the kubelet's), nil until k3s wrote it.
+func probeClient(load func(k3s.Paths) (*rest.Config, error), p k3s.Paths) kubernetes.Interface {
+	rc, err := load(p)
+	if err != nil {
+		return nil
+	}
+	rc.Timeout = 5 * time.Second
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil
+	}
+	return cs
 }
 
 // watchNode is the watcher of a server (watchKubernetes) and of an agent (watchAgent):
