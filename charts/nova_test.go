@@ -689,6 +689,15 @@ func TestNovaOverrides(t *testing.T) {
 		"novncproxy": map[string]any{"service": map[string]any{"type": "ClusterIP"}},
 		"conf":       map[string]any{"nova": map[string]any{"vnc": map[string]any{"novncproxy_base_url": novnc}}},
 	}))
+	for _, bad := range []any{0, 3, -10, "15m"} {
+		err := hhRenderError(t, "nova", novaOverrides(map[string]any{"cellSetup": map[string]any{"timeoutSeconds": bad}}))
+		if err == nil || !strings.Contains(err.Error(), "cellSetup.timeoutSeconds is") || !strings.Contains(err.Error(), "at least 5") {
+			t.Errorf("cellSetup.timeoutSeconds %v: render error = %v, want one naming the value and the minimum", bad, err)
+		}
+	}
+	if err := hhRenderError(t, "nova", novaOverrides(map[string]any{"cellSetup": map[string]any{"timeoutSeconds": 60}})); err != nil {
+		t.Errorf("cellSetup.timeoutSeconds 60: render error = %v", err)
+	}
 	if e := envByName(containerByName(podContainers(n.job.Spec.Template.Spec), "keystone-register"), "ENDPOINT_PUBLIC"); e == nil || e.Value != public {
 		t.Errorf("keystone-register does not register the overridden public endpoint %s", public)
 	}
