@@ -24,8 +24,12 @@ type Catalog struct {
 // workloads live.
 const Namespace = "openstack"
 
-// DefaultCatalog is osd's service DAG (DESIGN.md "Dependency order"). Cinder is listed
-// but disabled until its chart exists (storage); Heat does not wait for it.
+// DefaultCatalog is osd's service DAG (DESIGN.md "Dependency order"). Ceph and Cinder are
+// disabled by default: the daemon enables them for the storage backend it chose (Ceph only
+// for features.storage ceph, Cinder for ceph or lvm). Their edges are only what they need
+// to install: Glance and Cinder store into Ceph (an edge to a disabled service is ignored,
+// so with lvm they do not wait for it), Cinder registers in Keystone; nothing waits for
+// Cinder (Nova and Heat call it only when a user asks for a volume).
 func DefaultCatalog() Catalog {
 	return Catalog{Services: []Service{
 		{Name: "coredns", Chart: "coredns", Namespace: "kube-system", Enabled: true, Images: []string{"coredns"}},
@@ -33,12 +37,13 @@ func DefaultCatalog() Catalog {
 		{Name: "rabbitmq", Chart: "rabbitmq", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"rabbitmq"}},
 		{Name: "memcached", Chart: "memcached", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"memcached"}},
 		{Name: "keystone", Chart: "keystone", Namespace: Namespace, DependsOn: []string{"mariadb", "rabbitmq", "memcached"}, Enabled: true, Images: []string{"openstack"}},
-		{Name: "glance", Chart: "glance", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"openstack"}},
+		{Name: "ceph", Chart: "ceph", Namespace: Namespace, Images: []string{"ceph"}},
+		{Name: "glance", Chart: "glance", Namespace: Namespace, DependsOn: []string{"keystone", "ceph"}, Enabled: true, Images: []string{"openstack"}},
 		{Name: "placement", Chart: "placement", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"openstack"}},
 		{Name: "ovn", Chart: "ovn", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"ovn"}},
 		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"glance", "placement", "ovn"}, Enabled: true, Images: []string{"openstack"}},
 		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"neutron"}, Enabled: true, Images: []string{"openstack", "compute"}},
-		{Name: "cinder", Chart: "cinder", Namespace: Namespace, DependsOn: []string{"nova"}, Images: []string{"openstack"}},
+		{Name: "cinder", Chart: "cinder", Namespace: Namespace, DependsOn: []string{"keystone", "ceph"}, Images: []string{"openstack"}},
 		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"nova"}, Enabled: true, Images: []string{"openstack"}},
 		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"heat"}, Enabled: true, Images: []string{"openstack"}},
 	}}

@@ -14,8 +14,8 @@ func TestLevels(t *testing.T) {
 		wantErr string
 	}{
 		{name: "default", cat: DefaultCatalog(), want: [][]string{
-			{"coredns"}, {"mariadb", "memcached", "rabbitmq"}, {"keystone"}, {"glance", "ovn", "placement"},
-			{"neutron"}, {"nova"}, {"cinder", "heat"}, {"horizon"},
+			{"ceph", "coredns"}, {"mariadb", "memcached", "rabbitmq"}, {"keystone"}, {"cinder", "glance", "ovn", "placement"},
+			{"neutron"}, {"nova"}, {"heat"}, {"horizon"},
 		}},
 		{name: "cycle", cat: Catalog{Services: []Service{
 			{Name: "a", DependsOn: []string{"c"}}, {Name: "b", DependsOn: []string{"a"}}, {Name: "c", DependsOn: []string{"b"}}, {Name: "d"},

@@ -21,9 +21,9 @@ func profileLayer(profile string, svc Service) (map[string]any, error) {
 // featuresLayer hands the selected backends to every chart under .features.
 func featuresLayer(f Features) (map[string]any, error) {
 	switch f.Storage {
-	case "", "lvm", "file", "none":
+	case "", StorageCeph, StorageLVM, "file", "none":
 	default:
-		return nil, fmt.Errorf("unknown storage backend %q (want lvm, file or none)", f.Storage)
+		return nil, fmt.Errorf("unknown storage backend %q (want ceph, lvm, file or none)", f.Storage)
 	}
 	switch f.Network {
 	case "", "ovn":

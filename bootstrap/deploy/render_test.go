@@ -33,7 +33,7 @@ func TestRender(t *testing.T) {
 			"images": map[string]any{"mariadb": "osd/mariadb:1"}, "features": map[string]any{"storage": "file", "network": "ovn", "tls": false}}},
 		{name: "missing image", svc: keystone, spec: DeploymentSpec{}, wantErr: "image \"openstack\""},
 		{name: "bad profile", svc: keystone, spec: DeploymentSpec{Images: imgs, Profile: "huge"}, wantErr: "unknown profile"},
-		{name: "bad storage", svc: keystone, spec: DeploymentSpec{Images: imgs, Features: Features{Storage: "ceph"}}, wantErr: "unknown storage"},
+		{name: "bad storage", svc: keystone, spec: DeploymentSpec{Images: imgs, Features: Features{Storage: "s3"}}, wantErr: "unknown storage"},
 		{name: "bad network", svc: keystone, spec: DeploymentSpec{Images: imgs, Features: Features{Network: "ovs"}}, wantErr: "unknown network"},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,7 @@ const ManagedByLabel = "app.kubernetes.io/managed-by"
 // DefaultSecrets are the generated Secrets of the first slice, in namespace Namespace.
 // Charts refer to them by these names.
 func DefaultSecrets() []SecretSpec {
-	return []SecretSpec{
+	return append([]SecretSpec{
 		{Name: "mariadb-root", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "rabbitmq-credentials", Keys: map[string]KeyFormat{"password": FormatHex, "erlang-cookie": FormatHex}},
 		{Name: "keystone-db", Keys: map[string]KeyFormat{"password": FormatHex}},
@@ -67,7 +68,7 @@ func DefaultSecrets() []SecretSpec {
 		// heat_domain_admin (stack domain users) and the key Heat encrypts credentials with.
 		{Name: "heat-domain", Keys: map[string]KeyFormat{"password": FormatHex, "auth-encryption-key": FormatKey32}},
 		{Name: "horizon", Keys: map[string]KeyFormat{"secret-key": FormatHex}},
-	}
+	}, storageSecrets()...)
 }
 
 // EnsureSecrets creates every Secret in specs that is missing and adds only the keys a
@@ -152,7 +153,7 @@ func fillMissing(data map[string][]byte, keys map[string]KeyFormat, rnd io.Reade
 
 func generate(f KeyFormat, rnd io.Reader) ([]byte, error) {
 	n := 32
-	if f == FormatKey32 {
+	if f == FormatKey32 || f == FormatCephx || f == FormatUUID {
 		n = 16
 	}
 	b := make([]byte, n)
@@ -164,6 +165,10 @@ func generate(f KeyFormat, rnd io.Reader) ([]byte, error) {
 		return []byte(hex.EncodeToString(b)), nil
 	case FormatFernet:
 		return []byte(base64.URLEncoding.EncodeToString(b)), nil
+	case FormatCephx:
+		return cephxKey(b, time.Now())
+	case FormatUUID:
+		return uuidV4(b)
 	}
 	return nil, fmt.Errorf("unknown format %q", f)
 }

@@ -58,6 +58,14 @@ func TestEnsureSecrets(t *testing.T) {
 				if _, err := hex.DecodeString(string(v)); err != nil || len(v) != 32 {
 					t.Errorf("secret %s/%s has %d chars (err %v), want 32 hex", spec.Name, k, len(v), err)
 				}
+			case FormatCephx:
+				if err := checkCephxKey(v); err != nil {
+					t.Errorf("secret %s/%s: %v", spec.Name, k, err)
+				}
+			case FormatUUID:
+				if !uuidRE.Match(v) {
+					t.Errorf("secret %s/%s = %q, want a version 4 UUID", spec.Name, k, v)
+				}
 			default:
 				t.Errorf("secret %s/%s has unchecked format %q", spec.Name, k, f)
 			}

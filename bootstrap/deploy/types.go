@@ -43,10 +43,18 @@ type DeploymentSpec struct {
 
 // Features select backends.
 type Features struct {
-	Storage string `json:"storage,omitempty"` // lvm | file | none
+	Storage string `json:"storage,omitempty"` // ceph | lvm | file | none
 	Network string `json:"network,omitempty"` // ovn
 	TLS     bool   `json:"tls,omitempty"`
 }
+
+// Storage backends (Features.Storage): ceph is a single-node Ceph osd runs (RBD for
+// Cinder and Glance), lvm the host's cinder-volumes volume group exported over iSCSI; file
+// (the default) and none deploy no block storage.
+const (
+	StorageCeph = "ceph"
+	StorageLVM  = "lvm"
+)
 
 // ServiceSpec enables/disables one service and overrides its values.
 type ServiceSpec struct {

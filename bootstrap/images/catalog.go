@@ -27,6 +27,7 @@ const (
 	GIDLibvirt      = 922
 	UIDLibvirtDNS   = 923
 	UIDCoreDNS      = 65532
+	UIDCeph         = 64045 // Debian's reserved id for ceph
 	DefaultSuite    = "bookworm"
 	defaultVariant  = "minbase"
 	corednsVersion  = "v1.12.3"
@@ -77,7 +78,9 @@ func Recipes() []Recipe {
 				"placement-api", "python3-osc-placement",
 				"nova-api", "nova-conductor", "nova-scheduler", "nova-consoleproxy", "novnc",
 				"neutron-server", "neutron-ovn-metadata-agent", "python3-neutron", "haproxy", "openvswitch-common", // haproxy: the metadata proxy in each ovnmeta namespace; ovsdb-client: neutron deletes MAC bindings with it
-				"cinder-api", "cinder-scheduler", "cinder-volume",
+				"cinder-api", "cinder-scheduler", "cinder-volume", "cinder-backup",
+				// Ceph clients: the RBD driver, backup driver and Glance store speak librbd from Python; Cinder also runs the rbd CLI (image import).
+				"ceph-common", "python3-rbd", "python3-rados",
 				"heat-api", "heat-api-cfn", "heat-engine",
 				"openstack-dashboard", "openstack-dashboard-apache",
 				"python3-openstackclient", "python3-pymysql", "python3-memcache", "mariadb-client",
@@ -122,6 +125,7 @@ func Recipes() []Recipe {
 			Cmd:     []string{"/bin/bash"},
 			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
 		},
+		cephRecipe(),
 		{
 			Name: "ovn", Ref: imageRefPrefix + "ovn" + imageRefVersion, Kind: KindDebian,
 			Suite: DefaultSuite, Variant: defaultVariant,

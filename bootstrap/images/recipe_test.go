@@ -10,7 +10,7 @@ import (
 )
 
 func TestCatalog(t *testing.T) {
-	want := []string{"pause", "coredns", "openstack", "compute", "ovn", "mariadb", "rabbitmq", "memcached"}
+	want := []string{"pause", "coredns", "openstack", "compute", "ceph", "ovn", "mariadb", "rabbitmq", "memcached"}
 	var got []string
 	refs := map[string]bool{}
 	for _, r := range Recipes() {
