@@ -8,11 +8,14 @@
 {{- toJson (dict "image" "openstack" "configSecret" "nova-config" "secretEnv" $secretEnv) -}}
 {{- end -}}
 
-{{/* Secrets of nova-compute: no database, no metadata secret. */}}
+{{/* Secrets of nova-compute: no database, no metadata secret; with Ceph the libvirt secret's uuid. */}}
 {{- define "nova.computeArgs" -}}
 {{- $secretEnv := list
       (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
       (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password") -}}
+{{- if eq (include "nova.storage" .) "ceph" -}}
+{{- $secretEnv = append $secretEnv (dict "name" "LIBVIRT_SECRET_UUID" "secret" "ceph-client-cinder" "key" "libvirt-uuid") -}}
+{{- end -}}
 {{- toJson (dict "image" "compute" "configSecret" "nova-compute-config" "secretEnv" $secretEnv) -}}
 {{- end -}}
 
@@ -35,7 +38,54 @@ TCG) from .Values.virtType, then conf.compute.
 {{- $_ := set $libvirt "cpu_mode" "none" -}}
 {{- end -}}
 {{- $conf := mergeOverwrite (deepCopy .Values.conf.nova) (dict "libvirt" $libvirt) (deepCopy .Values.conf.compute) -}}
+{{- if eq (include "nova.storage" .) "ceph" -}}
+{{- $conf = mergeOverwrite $conf (deepCopy .Values.conf.computeCeph) -}}
+{{- end -}}
 {{- toJson (dict "nova.conf" $conf) -}}
+{{- end -}}
+
+{{/* The storage backend (features.storage; "" when the controller set none). */}}
+{{- define "nova.storage" -}}
+{{- ((.Values.features | default dict).storage | default "") -}}
+{{- end -}}
+
+{{/*
+With Ceph: the init step of nova-compute that defines the libvirt secret the host's QEMU
+opens RBD volumes with (uuid LIBVIRT_SECRET_UUID, usage ceph, private: libvirt never
+hands the value out) and sets its value to client.cinder's key, read from a file in
+memory so it never appears on a command line. Idempotent: define and set replace.
+*/}}
+{{- define "nova.libvirtSecretStep" -}}
+- name: libvirt-secret
+  image: {{ include "osd-lib.image" . }}
+  imagePullPolicy: Never
+  command:
+    - /bin/sh
+    - -ec
+    - |
+      umask 077
+      cat > /run/osd-secret/secret.xml <<EOF
+      <secret ephemeral='no' private='yes'>
+        <uuid>$LIBVIRT_SECRET_UUID</uuid>
+        <usage type='ceph'><name>client.cinder (osd)</name></usage>
+      </secret>
+      EOF
+      virsh -c qemu:///system secret-define /run/osd-secret/secret.xml
+      printf '%s' "$CEPH_CINDER_KEY" > /run/osd-secret/key
+      virsh -c qemu:///system secret-set-value --secret "$LIBVIRT_SECRET_UUID" --file /run/osd-secret/key
+      rm -f /run/osd-secret/key
+  env:
+    - name: LIBVIRT_SECRET_UUID
+      valueFrom:
+        secretKeyRef: {name: ceph-client-cinder, key: libvirt-uuid}
+    - name: CEPH_CINDER_KEY
+      valueFrom:
+        secretKeyRef: {name: ceph-client-cinder, key: key}
+  volumeMounts:
+    - name: libvirt-run
+      mountPath: /run/libvirt
+    - name: secret-tmp
+      mountPath: /run/osd-secret
 {{- end -}}
 
 {{/*
