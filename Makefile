@@ -48,6 +48,8 @@ fuzz:
 	$(GOTEST) -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./daemon/rest/
 	$(GOTEST) -run '^$$' -fuzz FuzzDecodeToken -fuzztime $(FUZZTIME) ./daemon/cluster/
 	$(GOTEST) -run '^$$' -fuzz FuzzJoinRequest -fuzztime $(FUZZTIME) ./daemon/cluster/
+	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundle$$' -fuzztime $(FUZZTIME) ./bootstrap/images/
+	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundleEntry$$' -fuzztime $(FUZZTIME) ./bootstrap/images/
 
 clean:
 	rm -rf bin test-output.txt bench-output.txt

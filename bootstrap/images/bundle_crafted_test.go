@@ -46,10 +46,17 @@ func readEntries(t testing.TB, data []byte) []bundleEntry {
 	}
 }
 
-// writeEntries writes entries as a tar; a regular file's size is its data's unless the
-// header says more (a lie the reader must catch: the data is padded to it).
+// writeEntries writes entries as a tar; a regular file's size is its data's.
 func writeEntries(t testing.TB, entries []bundleEntry) []byte {
 	t.Helper()
+	b, err := buildTar(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func buildTar(entries []bundleEntry) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
@@ -61,18 +68,18 @@ func writeEntries(t testing.TB, entries []bundleEntry) []byte {
 			h.Size = 0
 		}
 		if err := tw.WriteHeader(&h); err != nil {
-			t.Fatalf("write header %q: %v", h.Name, err)
+			return nil, fmt.Errorf("write header %q: %w", h.Name, err)
 		}
 		if h.Typeflag == tar.TypeReg {
 			if _, err := tw.Write(e.data); err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return buf.Bytes()
+	return buf.Bytes(), nil
 }
 
 // craftKit holds a valid bundle's entries and helpers to edit them.
@@ -92,6 +99,16 @@ func newCraftKit(t testing.TB, data []byte) *craftKit {
 
 // edit returns the bundle after editing a copy of its manifest and entries.
 func (k *craftKit) edit(fn func(m *BundleManifest, es []bundleEntry) []bundleEntry) []byte {
+	k.t.Helper()
+	b, err := k.tryEdit(fn)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return b
+}
+
+// tryEdit is edit returning archive/tar's refusal to write an entry.
+func (k *craftKit) tryEdit(fn func(m *BundleManifest, es []bundleEntry) []bundleEntry) ([]byte, error) {
 	var m BundleManifest
 	b, _ := json.Marshal(k.m)
 	json.Unmarshal(b, &m)
@@ -106,7 +123,7 @@ func (k *craftKit) edit(fn func(m *BundleManifest, es []bundleEntry) []bundleEnt
 			es[0].data = b
 		}
 	}
-	return writeEntries(k.t, es)
+	return buildTar(es)
 }
 
 // blobIndex is the position of the first blob entry.
