@@ -2,6 +2,9 @@ package charts
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,12 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/bootstrap/images"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -28,36 +33,36 @@ import (
 // (no MariaDB here), the listener is a free loopback port, and file paths point into
 // OSD_CHARTS_PKGROOT and t.TempDir(). Keystone is not contacted.
 //
-// OSD_CHARTS_PKGROOT is a directory the packages are extracted into (no chroot, nothing
-// installed), for Debian bookworm's /usr/bin/python3:
+// The packages come from debianPkgRoot (extracted into the cache directory, reused while
+// the package versions stay the same), or from a directory in OSD_CHARTS_PKGROOT made by:
 //
 //	apt-get install --download-only --no-install-recommends -o Dir::Cache::archives=DIR/debs \
 //	  python3-placement python3-glance glance-common glance-api python3-keystonemiddleware \
 //	  python3-pymysql python3-memcache uwsgi-core uwsgi-plugin-python3
 //	for d in DIR/debs/*.deb; do dpkg-deb -x $d DIR/root; done
 //
-// (--download-only fetches what the host lacks, so the host's installed Python packages
-// complete the tree.)
+// Either way only what the host lacks is extracted (no chroot, nothing installed), so the
+// host's installed Python packages complete the tree for Debian bookworm's /usr/bin/python3.
 func TestAPIChartsWithDebianPackages(t *testing.T) {
-	root := os.Getenv("OSD_CHARTS_PKGROOT")
-	switch {
-	case testing.Short():
+	if testing.Short() {
 		t.Skip("starts glance-api and placement under uwsgi; skipped in -short")
-	case root == "":
-		t.Skip("OSD_CHARTS_PKGROOT is not set (Debian packages extracted into a directory; see the test comment)")
 	}
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("Debian's %s is not installed", python)
+		t.Fatalf("Debian's %s is not installed (test/deps.sh installs it): %v", python, err)
+	}
+	root := os.Getenv("OSD_CHARTS_PKGROOT")
+	if root == "" {
+		root = debianPkgRoot(t, apiPackages)
 	}
 	plugins, _ := filepath.Glob(filepath.Join(root, "usr/lib/uwsgi/plugins/python3*_plugin.so"))
 	for _, f := range []string{"usr/bin/placement-api", "usr/bin/placement-manage", "usr/bin/glance-api", "usr/bin/glance-manage", "usr/bin/uwsgi-core", "usr/share/glance-common/glance-api-paste.ini"} {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-			t.Fatalf("OSD_CHARTS_PKGROOT lacks %s: %v", f, err)
+			t.Fatalf("package tree %s lacks %s: %v", root, f, err)
 		}
 	}
 	if len(plugins) == 0 {
-		t.Fatalf("OSD_CHARTS_PKGROOT lacks uwsgi's python3 plugin")
+		t.Fatalf("package tree %s lacks uwsgi's python3 plugin", root)
 	}
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8",
@@ -323,4 +328,86 @@ func uploadImage(t *testing.T, base, store string) {
 	if r := do("GET", "/v2/images/"+id+"/file", "", nil); r.status != http.StatusOK || r.body != string(blob) {
 		t.Errorf("GET image data = %d, %d bytes, want 200 and the uploaded bytes", r.status, len(r.body))
 	}
+}
+
+// apiPackages are the Debian packages TestAPIChartsWithDebianPackages runs.
+var apiPackages = []string{"python3-placement", "python3-glance", "glance-common", "glance-api",
+	"python3-keystonemiddleware", "python3-pymysql", "python3-memcache", "uwsgi-core", "uwsgi-plugin-python3"}
+
+// debianPkgRoot returns a directory with pkgs and the packages of their dependency closure
+// that the host has not installed, extracted with dpkg-deb (nothing is installed). They are
+// resolved and downloaded with osd's private apt state (images.AptDir, as the image
+// builder does, from the host's sources) under the cache directory, and the directory is
+// reused while the set of packages and versions stays the same. Needs root (the cache).
+func debianPkgRoot(t *testing.T, pkgs []string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("preparing the Debian packages in the cache directory needs root: run the tests as root, or set OSD_CHARTS_PKGROOT (see the test comment)")
+	}
+	for _, tool := range []string{"apt-get", "dpkg-deb", "dpkg-query"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: %v", tool, err)
+		}
+	}
+	base := filepath.Join(cacheDir(), "charts-test")
+	srcs, err := images.HostSources(images.DefaultSuite)
+	if err != nil {
+		t.Fatalf("apt sources for %s: %v", images.DefaultSuite, err)
+	}
+	apt := images.AptDir{Dir: filepath.Join(base, "apt", images.DefaultSuite), Sources: srcs, MaxAge: 24 * time.Hour}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	vers, err := apt.Resolve(ctx, nil, pkgs)
+	if err != nil {
+		t.Fatalf("resolve %v: %v", pkgs, err)
+	}
+	out, err := exec.Command("dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n").Output()
+	if err != nil {
+		t.Fatalf("dpkg-query: %v", err)
+	}
+	installed := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[1], "ii") {
+			installed[f[0]] = true
+		}
+	}
+	want := map[string]string{}
+	var lines []string
+	for n, v := range vers {
+		if !installed[n] || slices.Contains(pkgs, n) { // the packages themselves always
+			want[n] = v
+			lines = append(lines, n+"="+v)
+		}
+	}
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	root := filepath.Join(base, "pkgroot-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(root, ".complete")); err == nil {
+		return root
+	}
+	began := time.Now()
+	debs, err := apt.Download(ctx, filepath.Join(base, "debs"), want)
+	if err != nil {
+		t.Fatalf("download %d packages: %v", len(want), err)
+	}
+	old, _ := filepath.Glob(filepath.Join(base, "pkgroot-*")) // other package versions
+	for _, o := range old {
+		if err := os.RemoveAll(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := root + ".tmp"
+	for _, deb := range debs {
+		if b, err := exec.Command("dpkg-deb", "-x", deb, tmp).CombinedOutput(); err != nil {
+			t.Fatalf("dpkg-deb -x %s: %v\n%s", deb, err, b)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, root); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted %d packages the host lacks into %s in %s", len(want), root, time.Since(began).Round(time.Second))
+	return root
 }

@@ -478,7 +478,7 @@ func TestAPIChartsSecrets(t *testing.T) {
 
 			// Run config-render for real over the config Secret with made-up Secret values.
 			if _, err := exec.LookPath("sed"); err != nil {
-				t.Skip("sed is not installed")
+				t.Fatalf("sed is not installed: %v", err)
 			}
 			for kind, pod := range pods {
 				render := containerByName(pod.InitContainers, "config-render")

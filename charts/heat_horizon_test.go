@@ -1,15 +1,12 @@
 package charts
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -153,7 +150,7 @@ func hhParseINI(t *testing.T, data string) map[string]map[string]string {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not installed")
+		t.Fatalf("python3 is not installed (test/deps.sh installs it): %v", err)
 	}
 	const script = `import configparser, json, sys
 c = configparser.RawConfigParser(strict=True, interpolation=None)
@@ -182,7 +179,7 @@ func hhPythonSettings(t *testing.T, data string) map[string]any {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not installed")
+		t.Fatalf("python3 is not installed (test/deps.sh installs it): %v", err)
 	}
 	const script = `import ast, json, sys
 src = sys.stdin.read()
@@ -301,7 +298,7 @@ func hhCheckSecretRefs(t *testing.T, what string, pod corev1.PodSpec) {
 func hhConfigRender(t *testing.T, what string, pod corev1.PodSpec, files map[string]string, secrets hhSecrets) (map[string]string, map[string]string) {
 	t.Helper()
 	if _, err := exec.LookPath("sed"); err != nil {
-		t.Skip("sed is not installed")
+		t.Fatalf("sed is not installed: %v", err)
 	}
 	render := containerByName(pod.InitContainers, "config-render")
 	if render == nil {
@@ -826,100 +823,19 @@ func TestHeatHorizonSecrets(t *testing.T) {
 	}
 }
 
-// ociImageLayers returns the layer blobs (in order) of the image osd built under the name
-// image in the OCI layout dir (bootstrap/images' cache annotates org.osdcloud.osd.image).
-func ociImageLayers(t *testing.T, dir, image string) []string {
-	t.Helper()
-	var index struct {
-		Manifests []struct {
-			Digest      string            `json:"digest"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"manifests"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err != nil {
-		t.Skipf("no OCI image cache at %s (osd builds its images there): %v", dir, err)
-	}
-	if err := json.Unmarshal(b, &index); err != nil {
-		t.Fatalf("%s/index.json: %v", dir, err)
-	}
-	blob := func(digest string) string {
-		return filepath.Join(dir, "blobs", strings.Replace(digest, ":", "/", 1))
-	}
-	for _, m := range index.Manifests {
-		if m.Annotations["org.osdcloud.osd.image"] != image {
-			continue
-		}
-		var man struct {
-			Layers []struct {
-				Digest string `json:"digest"`
-			} `json:"layers"`
-		}
-		b, err := os.ReadFile(blob(m.Digest))
-		if err != nil {
-			t.Fatalf("manifest of %s: %v", image, err)
-		}
-		if err := json.Unmarshal(b, &man); err != nil {
-			t.Fatalf("manifest of %s: %v", image, err)
-		}
-		var out []string
-		for _, l := range man.Layers {
-			out = append(out, blob(l.Digest))
-		}
-		return out
-	}
-	t.Skipf("the OCI image cache %s has no %s image yet", dir, image)
-	return nil
-}
-
-// imageCacheDir is where osd's image builder keeps its OCI layout (OSD_IMAGE_CACHE overrides).
-func imageCacheDir() string {
-	if d := os.Getenv("OSD_IMAGE_CACHE"); d != "" {
-		return d
-	}
-	return "/var/cache/osd/images/oci"
-}
-
-// TestHeatHorizonInOpenstackImage checks, in the control-plane image osd built from
-// Debian's packages (its OCI layer in the image cache), every program and file the heat
-// and horizon charts rely on. Skipped when the cache has no openstack image.
+// TestHeatHorizonInOpenstackImage checks, in the control-plane image osd builds (the
+// image cache, built first when it lacks it: see catalogImage), every program and file
+// the heat and horizon charts rely on.
 func TestHeatHorizonInOpenstackImage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("reads the 500 MB image layer; skipped in -short")
+		t.Skip("reads the 500 MB image layer and may build the image; skipped in -short")
 	}
-	layers := ociImageLayers(t, imageCacheDir(), "openstack")
+	tree := readImageTree(t, catalogImage(t, "openstack"), "etc/passwd")
 	entries := map[string]string{} // path -> "" or symlink target
-	var passwd string
-	for _, l := range layers {
-		f, err := os.Open(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatalf("layer %s: %v", l, err)
-		}
-		tr := tar.NewReader(zr)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("layer %s: %v", l, err)
-			}
-			name := strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")
-			entries[name] = h.Linkname
-			if name == "etc/passwd" {
-				b, err := io.ReadAll(tr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				passwd = string(b)
-			}
-		}
+	for p, h := range tree.headers {
+		entries[p] = h.Linkname
 	}
+	passwd := string(tree.content["etc/passwd"])
 	for _, p := range []string{
 		// heat: the Deployments' and the Job's programs, the paste file heat.conf names.
 		"usr/bin/heat-api", "usr/bin/heat-api-cfn", "usr/bin/heat-engine", "usr/bin/heat-manage", "etc/heat/api-paste.ini",
@@ -1090,7 +1006,7 @@ func podCommand(t *testing.T, c *corev1.Container, secrets hhSecrets) string {
 // the service user made, as the container runtime hands it a pipe it owns (so apache can
 // reopen /dev/stderr).
 const runScriptHead = `set -eu
-LOWER=$1 S=$2 MEMCACHED_LAYER=$3
+LOWER=$1 S=$2 MEMCACHED_BIN=$3
 R=$S/merged
 mkdir -p $S/upper $S/work $R
 mount -t overlay overlay -o lowerdir=$LOWER,upperdir=$S/upper,workdir=$S/work $R
@@ -1100,7 +1016,7 @@ mount --bind /dev $R/dev
 mount -t tmpfs tmpfs $R/run
 mount -t tmpfs -o mode=1777 tmpfs $R/tmp
 echo "127.0.0.1 memcached memcached.openstack.svc keystone-api keystone-api.openstack.svc rabbitmq rabbitmq.openstack.svc mariadb mariadb.openstack.svc" >> $R/etc/hosts
-tar -xzf $MEMCACHED_LAYER -C $R usr/bin/memcached
+install -m 0755 $MEMCACHED_BIN $R/usr/bin/memcached
 now() { date +%s.%N; }
 since() { awk "BEGIN{printf \"%.1f\", $(now) - $1}"; }
 result() { echo "RESULT $*"; }
@@ -1172,25 +1088,27 @@ func TestHeatHorizonRunInOpenstackImage(t *testing.T) {
 	}
 	for _, tool := range []string{"unshare", "chroot", "curl", "tar", "ps", "awk"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
+			t.Fatalf("%s is not installed (test/deps.sh installs it): %v", tool, err)
 		}
-	}
-	cache := imageCacheDir()
-	mem := ociImageLayers(t, cache, "memcached")
-	rootfs := os.Getenv("OSD_CHARTS_OPENSTACK_ROOTFS")
-	if rootfs == "" {
-		layers := ociImageLayers(t, cache, "openstack")
-		if len(layers) != 1 || len(mem) != 1 {
-			t.Skipf("openstack image has %d layers, memcached %d: only single-layer images are unpacked here", len(layers), len(mem))
-		}
-		rootfs = t.TempDir()
-		start := time.Now()
-		if b, err := exec.Command("tar", "-xzf", layers[0], "-C", rootfs, "--numeric-owner").CombinedOutput(); err != nil {
-			t.Fatalf("unpack the openstack image: %v\n%s", err, b)
-		}
-		t.Logf("openstack image unpacked in %s", time.Since(start).Round(time.Second))
 	}
 	work := t.TempDir()
+	// memcached's binary from osd's memcached image, run in the openstack image's rootfs.
+	memcached := readImageTree(t, catalogImage(t, "memcached"), "usr/bin/memcached").content["usr/bin/memcached"]
+	if len(memcached) == 0 {
+		t.Fatal("memcached image has no /usr/bin/memcached")
+	}
+	memBin := filepath.Join(work, "memcached.bin")
+	if err := os.WriteFile(memBin, memcached, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := os.Getenv("OSD_CHARTS_OPENSTACK_ROOTFS")
+	if rootfs == "" {
+		img := catalogImage(t, "openstack")
+		rootfs = t.TempDir()
+		start := time.Now()
+		unpackImage(t, img, rootfs)
+		t.Logf("openstack image unpacked in %s", time.Since(start).Round(time.Second))
+	}
 	secrets := hhSecrets{}
 	var script strings.Builder
 	script.WriteString(runScriptHead)
@@ -1352,7 +1270,7 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 		t.Fatal(err)
 	}
 	start := time.Now()
-	cmd := exec.Command("unshare", "-n", "-m", "-p", "-f", "--mount-proc", "bash", scriptPath, rootfs, scratch, mem[0])
+	cmd := exec.Command("unshare", "-n", "-m", "-p", "-f", "--mount-proc", "bash", scriptPath, rootfs, scratch, memBin)
 	out, err := cmd.CombinedOutput()
 	for _, v := range secrets {
 		out = []byte(strings.ReplaceAll(string(out), v, "<secret>"))

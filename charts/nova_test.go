@@ -4,9 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -18,10 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
-	"github.com/osdcloud/osd/bootstrap/images"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -641,7 +637,7 @@ func TestNovaSecrets(t *testing.T) {
 	}
 
 	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip("/bin/sh is not installed")
+		t.Fatalf("/bin/sh is not installed: %v", err)
 	}
 	byPod := map[string]*corev1.Secret{"DaemonSet/nova-compute": n.secrets["nova-compute-config"], "Job/" + n.job.Name: n.secrets["nova-config"]}
 	for name := range n.deployments {
@@ -730,41 +726,23 @@ func TestNovaOverrides(t *testing.T) {
 // its target.
 type novaImageTree map[string]*tar.Header
 
-// novaReadImageTree flattens a stored image's layers and records its file headers.
-func novaReadImageTree(t *testing.T, store *images.Store, name string) (novaImageTree, []string) {
+// novaReadImageTree reads the file tree of the catalog image name (built first if the
+// image cache lacks it; layers flattened with their whiteouts) and its PATH.
+func novaReadImageTree(t *testing.T, name string) (novaImageTree, []string) {
 	t.Helper()
-	img, _, err := store.Get(name)
-	if errors.Is(err, images.ErrNotStored) {
-		t.Skipf("image %s is not in the image store %s (not built yet)", name, store.Dir())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := catalogImage(t, name)
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tree := novaImageTree{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read image %s: %v", name, err)
-		}
-		tree[strings.Trim(path.Clean("/"+h.Name), "/")] = h
-	}
+	tree := readImageTree(t, img)
 	var pathDirs []string
 	for _, e := range cfg.Config.Env {
 		if v, ok := strings.CutPrefix(e, "PATH="); ok {
 			pathDirs = strings.Split(v, ":")
 		}
 	}
-	return tree, pathDirs
+	return novaImageTree(tree.headers), pathDirs
 }
 
 // resolve follows symlinks (in any component) inside the tree and returns the header of
@@ -810,24 +788,13 @@ func (tree novaImageTree) lookPath(cmd string, pathDirs []string) bool {
 	return false
 }
 
-// TestNovaImages checks, in the images osd built (the image store under /var/cache/osd,
-// or OSD_CHARTS_IMAGES), that every command the nova chart runs exists: each container's
-// command in the image's PATH, the programs its scripts call, and the files its config
-// names. An image that is not built yet is skipped.
+// TestNovaImages checks, in the images osd builds (the image cache, built first when it
+// lacks them: see catalogImage), that every command the nova chart runs exists: each
+// container's command in the image's PATH, the programs its scripts call, and the files
+// its config names.
 func TestNovaImages(t *testing.T) {
-	dir := os.Getenv("OSD_CHARTS_IMAGES")
-	if dir == "" {
-		dir = "/var/cache/osd/images"
-	}
-	switch _, err := os.Stat(filepath.Join(dir, "oci", "index.json")); {
-	case testing.Short():
-		t.Skip("reads whole images (about 20 s); skipped in -short")
-	case err != nil:
-		t.Skipf("no image store in %s (set OSD_CHARTS_IMAGES): %v", dir, err)
-	}
-	store, err := images.OpenStore(dir)
-	if err != nil {
-		t.Fatal(err)
+	if testing.Short() {
+		t.Skip("reads whole images (about 20 s) and may build them; skipped in -short")
 	}
 	n, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
 	commands := map[string]map[string]bool{} // image -> commands of its containers
@@ -874,7 +841,7 @@ func TestNovaImages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
 			began := time.Now()
-			tree, pathDirs := novaReadImageTree(t, store, tt.image)
+			tree, pathDirs := novaReadImageTree(t, tt.image)
 			t.Logf("read %d entries of image %s in %s", len(tree), tt.image, time.Since(began).Round(100*time.Millisecond))
 			if len(commands[tt.image]) == 0 {
 				t.Fatalf("the chart runs nothing from image %s", tt.image)
@@ -914,43 +881,21 @@ func TestNovaImages(t *testing.T) {
 // MariaDB, RabbitMQ and Keystone are not contacted (db-create and keystone-register are
 // osd-lib's steps, run by the other charts' tests).
 func TestNovaInDebianImage(t *testing.T) {
-	dir := os.Getenv("OSD_CHARTS_IMAGES")
-	if dir == "" {
-		dir = "/var/cache/osd/images"
-	}
-	switch _, err := os.Stat(filepath.Join(dir, "oci", "index.json")); {
+	switch {
 	case testing.Short():
 		t.Skip("extracts the openstack image and runs nova for about two minutes; skipped in -short")
-	case err != nil:
-		t.Skipf("no image store in %s (set OSD_CHARTS_IMAGES): %v", dir, err)
 	case os.Geteuid() != 0:
 		t.Skip("needs root for namespaces, chroot and the image's file owners")
 	}
 	for _, tool := range []string{"unshare", "tar", "chroot", "timeout"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
+			t.Fatalf("%s is not installed (test/deps.sh installs it): %v", tool, err)
 		}
 	}
-	store, err := images.OpenStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, _, err := store.Get("openstack")
-	if errors.Is(err, images.ErrNotStored) {
-		t.Skipf("image openstack is not in %s", dir)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := catalogImage(t, "openstack")
 	root := t.TempDir()
 	began := time.Now()
-	untar := exec.Command("tar", "-x", "--numeric-owner", "-C", root)
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	untar.Stdin = rc
-	if b, err := untar.CombinedOutput(); err != nil {
-		t.Fatalf("extract image openstack: %v\n%s", err, b)
-	}
+	unpackImage(t, img, root)
 	t.Logf("extracted image openstack in %s", time.Since(began).Round(100*time.Millisecond))
 
 	// The databases live where the nova user can write, as MariaDB's would.

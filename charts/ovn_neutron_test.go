@@ -106,7 +106,7 @@ func TestOVNChart(t *testing.T) {
 // shell with ovs-vsctl replaced by a function: br-ex's type wins, else the kernel module.
 func TestOVNControllerScript(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
+		t.Fatalf("/bin/sh is not installed: %v", err)
 	}
 	_, typed := renderService(t, "ovn", deploy.DeploymentSpec{Images: testImages})
 	script := typed["DaemonSet/ovn-controller-gateway"].(*appsv1.DaemonSet).Spec.Template.Spec.Containers[0].Command[2]

@@ -11,31 +11,55 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/bootstrap/images"
 )
+
+// chartsRootfsRecipe is one Debian rootfs with every package TestChartsInDebianRootfs
+// runs (the catalog keeps them in separate images), built by osd's image builder into its
+// own store under the cache directory (charts-test), apart from the images osd deploys.
+var chartsRootfsRecipe = images.Recipe{
+	Name: "charts-test-rootfs", Ref: "localhost/osd/charts-test-rootfs:1", Kind: images.KindDebian,
+	Suite: images.DefaultSuite, Variant: "minbase",
+	Packages: []string{"keystone", "python3-openstackclient", "python3-pymysql", "python3-memcache",
+		"uwsgi-core", "uwsgi-plugin-python3", "mariadb-server", "mariadb-client", "memcached", "rabbitmq-server", "procps"},
+	Debconf: []string{"keystone keystone/configure_db boolean false", "keystone keystone/configure_rabbit boolean false",
+		"keystone keystone/configure_ksat boolean false", "keystone keystone/configure_api-endpoint boolean false",
+		"keystone keystone/create-admin-tenant boolean false"},
+	Cmd: []string{"/bin/bash"},
+}
 
 // TestChartsInDebianRootfs runs what the charts render (MariaDB, RabbitMQ and memcached
 // start commands, Keystone's init steps, keystone.conf and uwsgi.ini) against the real
 // Debian packages in a rootfs, inside private network, mount and PID namespaces, and issues
-// Keystone tokens. It needs root, unshare, and a bookworm rootfs in OSD_CHARTS_ROOTFS made by:
+// Keystone tokens. It needs root and unshare. The rootfs is chartsRootfsRecipe's image,
+// built (about 3 minutes the first time, cached after) and unpacked into t.TempDir(), or a
+// directory in OSD_CHARTS_ROOTFS made by:
 //
 //	mmdebstrap --variant=minbase --include=keystone,python3-openstackclient,python3-pymysql,\
 //	  python3-memcache,uwsgi-core,uwsgi-plugin-python3,mariadb-server,mariadb-client,memcached,\
 //	  rabbitmq-server,procps bookworm DIR
 //
-// (with debconf answering keystone/configure_db false; about 3 minutes). The rootfs is not
-// modified: an overlay in t.TempDir() takes every change.
+// (with debconf answering keystone/configure_db false). The rootfs is not modified: an
+// overlay in t.TempDir() takes every change.
 func TestChartsInDebianRootfs(t *testing.T) {
-	rootfs := os.Getenv("OSD_CHARTS_ROOTFS")
 	switch {
 	case testing.Short():
 		t.Skip("runs services for about a minute; skipped in -short")
-	case rootfs == "":
-		t.Skip("OSD_CHARTS_ROOTFS is not set (a Debian rootfs with the service packages; see the test comment)")
 	case os.Geteuid() != 0:
 		t.Skip("needs root for namespaces, chroot and overlay mounts")
 	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare (util-linux) is not installed")
+	for _, tool := range []string{"unshare", "tar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (test/deps.sh installs util-linux and tar): %v", tool, err)
+		}
+	}
+	rootfs := os.Getenv("OSD_CHARTS_ROOTFS")
+	if rootfs == "" {
+		img := builtImage(t, filepath.Join(cacheDir(), "charts-test"), chartsRootfsRecipe)
+		rootfs = t.TempDir()
+		began := time.Now()
+		unpackImage(t, img, rootfs)
+		t.Logf("unpacked %s in %s", chartsRootfsRecipe.Name, time.Since(began).Round(time.Second))
 	}
 	for _, f := range []string{"usr/bin/keystone-wsgi-public", "usr/sbin/mariadbd", "usr/bin/memcached", "usr/lib/rabbitmq/bin/rabbitmq-server", "usr/bin/uwsgi"} {
 		if _, err := os.Lstat(filepath.Join(rootfs, f)); err != nil {

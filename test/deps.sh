@@ -18,7 +18,7 @@ packages=(
 	# image building from Debian packages
 	mmdebstrap busybox-static ca-certificates
 	# test guests: a Debian kernel for TCG boots; the OpenStack client for the end-to-end checks
-	linux-image-cloud-amd64 cpio python3-openstackclient python3-heatclient iputils-ping
+	linux-image-cloud-amd64 cpio python3-openstackclient python3-heatclient iputils-ping curl
 	# Horizon checked in a headless browser by the end-to-end test
 	chromium
 )
