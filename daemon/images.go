@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -13,10 +14,11 @@ import (
 )
 
 // ImagesRequest names images (all of the catalog when empty) and, for export and import,
-// a bundle file on the daemon's host.
+// a bundle file on the daemon's host. Force lets an export replace an existing file.
 type ImagesRequest struct {
 	Names []string `json:"names,omitempty"`
 	Path  string   `json:"path,omitempty"`
+	Force bool     `json:"force,omitempty"`
 }
 
 func (d *Daemon) decodeImages(r *http.Request, needPath bool) (ImagesRequest, error) {
@@ -98,6 +100,8 @@ func buildReporter(emit func(string)) func(images.Event) {
 	}
 }
 
+// postImagesExport writes a bundle file on the daemon's host. The destination is checked
+// before any work (400 saying what to do); an existing file is replaced only with force.
 func (d *Daemon) postImagesExport(r *http.Request) rest.Response {
 	req, err := d.decodeImages(r, true)
 	if err != nil {
@@ -107,7 +111,14 @@ func (d *Daemon) postImagesExport(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	stored, err := images.ExportBundleFile(req.Path, st, req.Names...)
+	path, err := images.CheckExportPath(req.Path, req.Force, st.Dir())
+	if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	}
+	stored, err := images.WriteBundleFile(path, req.Force, st, req.Names...)
+	if errors.Is(err, images.ErrBadDestination) || errors.Is(err, images.ErrNotStored) {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	}
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}

@@ -66,7 +66,7 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 		}})
 	}
 	for n := range want {
-		return nil, fmt.Errorf("export bundle: image %s is not built", n)
+		return nil, fmt.Errorf("export bundle: image %s is not built (osd images build %s makes it): %w", n, n, ErrNotStored)
 	}
 	if len(sel) == 0 {
 		return nil, fmt.Errorf("export bundle: no images")

@@ -66,6 +66,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 			return followOperation(cmd.Context(), c, op.ID)
 		},
 	}
+	var force bool
 	export := &cobra.Command{
 		Use:   "export FILE [NAME...]",
 		Short: "Write an airgap bundle with the stored images (all when no name is given) and their recipe hashes",
@@ -76,7 +77,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			var stored []images.Stored
-			if err := g.client().Query(cmd.Context(), "POST", "images/export", daemon.ImagesRequest{Path: path, Names: args[1:]}, &stored); err != nil {
+			if err := g.client().Query(cmd.Context(), "POST", "images/export", daemon.ImagesRequest{Path: path, Names: args[1:], Force: force}, &stored); err != nil {
 				return err
 			}
 			for _, s := range stored {
@@ -86,6 +87,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	export.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
 	imp := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Verify an airgap bundle and import its images (a damaged bundle is refused whole)",
