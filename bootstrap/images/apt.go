@@ -144,12 +144,9 @@ func (a AptDir) Download(ctx context.Context, dir string, want map[string]string
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	paths := map[string]string{}
 	var missing []string
 	for name, ver := range want {
-		p := filepath.Join(dir, DebFileName(name, ver))
-		paths[name] = p
-		if _, err := os.Stat(p); err != nil {
+		if _, ok := findDeb(dir, name, ver); !ok {
 			missing = append(missing, name+"="+ver)
 		}
 	}
@@ -159,16 +156,31 @@ func (a AptDir) Download(ctx context.Context, dir string, want map[string]string
 			return nil, err
 		}
 	}
-	for name, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("apt-get download %s: no %s afterwards", name, filepath.Base(p))
+	paths := map[string]string{}
+	for name, ver := range want {
+		p, ok := findDeb(dir, name, ver)
+		if !ok {
+			return nil, fmt.Errorf("apt-get download %s: no %s afterwards", name, DebFileName(name, ver))
 		}
+		paths[name] = p
 	}
 	return paths, nil
 }
 
-// DebFileName is the name apt gives a downloaded archive (":" in the version escaped
-// as %3a).
+// findDeb returns the downloaded archive of name=version in dir: amd64, or all for an
+// architecture-independent package.
+func findDeb(dir, name, version string) (string, bool) {
+	amd64 := DebFileName(name, version)
+	for _, f := range []string{amd64, strings.TrimSuffix(amd64, "_amd64.deb") + "_all.deb"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return filepath.Join(dir, f), true
+		}
+	}
+	return "", false
+}
+
+// DebFileName is the name apt gives a downloaded amd64 archive (":" in the version
+// escaped as %3a); an architecture-independent package ends in _all.deb instead.
 func DebFileName(name, version string) string {
 	return name + "_" + strings.ReplaceAll(version, ":", "%3a") + "_amd64.deb"
 }
