@@ -10,7 +10,9 @@ import (
 // RenderINI renders OpenStack configuration from section -> key -> value. Output is
 // deterministic: DEFAULT first, then the other sections sorted, keys sorted. Lists are
 // comma-joined, booleans are true/false, nil values are omitted. Newlines in names or
-// values are refused (they would inject lines), as are empty names and ']' in section names.
+// values are refused (they would inject lines), as are names that would start another
+// line, section, key or comment: oslo.config splits a line at the first '=' or ':' and
+// continues a value on a line that starts with a space.
 func RenderINI(sections map[string]map[string]any) (string, error) {
 	names := make([]string, 0, len(sections))
 	for name := range sections {
@@ -24,8 +26,8 @@ func RenderINI(sections map[string]map[string]any) (string, error) {
 	}
 	var b strings.Builder
 	for i, name := range names {
-		if name == "" || strings.ContainsAny(name, "[]\r\n") {
-			return "", fmt.Errorf("ini section name %q is invalid", name)
+		if name == "" || strings.ContainsAny(name, "[]\r\n") || strings.TrimSpace(name) != name {
+			return "", fmt.Errorf("ini section name %q is invalid (empty, brackets, newlines or outer spaces)", name)
 		}
 		if i > 0 {
 			b.WriteString("\n")
@@ -37,8 +39,8 @@ func RenderINI(sections map[string]map[string]any) (string, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if k == "" || strings.ContainsAny(k, "=\r\n[") {
-				return "", fmt.Errorf("ini key %q in [%s] is invalid", k, name)
+			if k == "" || strings.ContainsAny(k, "=:[\r\n") || strings.TrimSpace(k) != k || strings.HasPrefix(k, "#") || strings.HasPrefix(k, ";") {
+				return "", fmt.Errorf("ini key %q in [%s] is invalid (empty, '=', ':', '[', newlines, outer spaces or a comment mark)", k, name)
 			}
 			v := sections[name][k]
 			if v == nil {

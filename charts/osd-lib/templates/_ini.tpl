@@ -1,7 +1,9 @@
 {{/*
 INI from section -> key -> value, the same rules as deploy.RenderINI in Go: DEFAULT first,
 then sections and keys sorted (Go templates range over maps in key order), lists
-comma-joined, booleans true/false, nulls omitted; newlines are refused.
+comma-joined, booleans true/false, nulls omitted; newlines are refused, and names that
+would start another line, section, key or comment (oslo.config splits a line at the
+first '=' or ':', and continues a value on a line that starts with a space).
 */}}
 {{- define "osd-lib.iniValue" -}}
 {{- $v := . -}}
@@ -20,8 +22,14 @@ comma-joined, booleans true/false, nulls omitted; newlines are refused.
 {{- end -}}
 
 {{- define "osd-lib.iniSection" -}}
+{{- if or (eq .name "") (regexMatch `[][\r\n]` .name) (ne (trim .name) .name) -}}
+{{- fail (printf "ini: section name %q is invalid (empty, brackets, newlines or outer spaces)" .name) -}}
+{{- end -}}
 [{{ .name }}]
 {{ range $k, $v := .keys -}}
+{{- if or (eq $k "") (regexMatch `[=:\[\r\n]` $k) (ne (trim $k) $k) (hasPrefix "#" $k) (hasPrefix ";" $k) -}}
+{{- fail (printf "ini: key %q in [%s] is invalid (empty, '=', ':', '[', newlines, outer spaces or a comment mark)" $k $.name) -}}
+{{- end -}}
 {{- if not (kindIs "invalid" $v) -}}
 {{ $k }} = {{ include "osd-lib.iniValue" $v }}
 {{ end -}}
