@@ -92,7 +92,7 @@ func TestSharedNetnsDirSurvivesIPNetnsAdd(t *testing.T) {
 		t.Skip("needs root (mount namespaces)")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("no ip (apt-get install iproute2)")
+		t.Fatalf("ip is not installed (test/deps.sh installs iproute2): %v", err)
 	}
 	done := make(chan error, 1)
 	go func() {

@@ -54,7 +54,7 @@ func TestSyncPodRoutes(t *testing.T) {
 		t.Skip("needs root (network namespaces)")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("no ip (apt-get install iproute2)")
+		t.Fatalf("ip is not installed (test/deps.sh installs iproute2): %v", err)
 	}
 	name := fmt.Sprintf("osd-podroutes-%d", os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {

@@ -15,7 +15,7 @@ func kvmGID(t *testing.T) int {
 	t.Helper()
 	g, err := user.LookupGroup(KVMGroup)
 	if err != nil {
-		t.Skipf("group %s absent (install qemu-system-x86 or libvirt-daemon-system): %v", KVMGroup, err)
+		t.Fatalf("group %s absent (test/deps.sh installs qemu-system-x86 and libvirt-daemon-system): %v", KVMGroup, err)
 	}
 	gid, err := strconv.Atoi(g.Gid)
 	if err != nil {

@@ -44,22 +44,22 @@ func libvirtTestEnv(t *testing.T) (kernel, busybox string) {
 	}
 	for _, bin := range []string{"libvirtd", "virtlogd", "qemu-system-x86_64"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s missing (apt-get install libvirt-daemon-system qemu-system-x86): %v", bin, err)
+			t.Fatalf("%s missing (test/deps.sh installs libvirt-daemon-system qemu-system-x86): %v", bin, err)
 		}
 	}
 	busybox = "/bin/busybox"
 	if f, err := elf.Open(busybox); err != nil {
-		t.Skipf("no busybox (apt-get install busybox-static): %v", err)
+		t.Fatalf("no busybox (test/deps.sh installs busybox-static): %v", err)
 	} else {
 		dynamic := slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP })
 		f.Close()
 		if dynamic {
-			t.Skip("busybox is dynamically linked (apt-get install busybox-static)")
+			t.Fatal("busybox is dynamically linked (test/deps.sh installs busybox-static)")
 		}
 	}
 	kernels, _ := filepath.Glob("/boot/vmlinuz-*")
 	if len(kernels) == 0 {
-		t.Skip("no kernel in /boot (apt-get install linux-image-cloud-amd64)")
+		t.Fatal("no kernel in /boot (test/deps.sh installs linux-image-cloud-amd64)")
 	}
 	sort.Strings(kernels)
 	return kernels[len(kernels)-1], busybox

@@ -30,7 +30,7 @@ func needLVM(t *testing.T) {
 	}
 	for _, tool := range []string{"losetup", "pvcreate", "vgcreate", "vgs", "vgremove", "pvremove"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (apt-get install lvm2 mount): %v", tool, err)
+			t.Fatalf("%s not installed (test/deps.sh installs lvm2 and mount): %v", tool, err)
 		}
 	}
 }

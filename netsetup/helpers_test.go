@@ -26,11 +26,11 @@ func requireHost(tb testing.TB) {
 	}
 	for _, tool := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			tb.Skipf("needs %s (apt-get install openvswitch-switch)", tool)
+			tb.Fatalf("needs %s (test/deps.sh installs openvswitch-switch)", tool)
 		}
 	}
 	if _, err := os.Stat("/usr/share/openvswitch/vswitch.ovsschema"); err != nil {
-		tb.Skip("needs the OVS schema (apt-get install openvswitch-common)")
+		tb.Fatal("needs the OVS schema (test/deps.sh installs openvswitch-switch)")
 	}
 }
 

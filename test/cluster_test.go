@@ -263,7 +263,7 @@ func requireCluster(t testing.TB) {
 	}
 	for _, tool := range []string{"unshare", "nsenter", "ip", "ping"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
+			t.Fatalf("%s not installed (test/deps.sh installs it): %v", tool, err)
 		}
 	}
 }

@@ -838,8 +838,11 @@ func requireHorizonCleanedUp(t *testing.T, run horizonRun) {
 }
 
 func TestHorizonCheckFailsWhereItMust(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts headless Chromium; skipped in -short")
+	}
 	if _, ok := horizonFindChromium(); !ok {
-		t.Skipf("no chromium or chromium-browser on PATH: %s", horizonAptHint)
+		t.Fatalf("no chromium or chromium-browser on PATH: %s", horizonAptHint)
 	}
 	password := horizonSecret(t)
 	for _, tc := range []struct {
@@ -893,7 +896,8 @@ func TestHorizonCheckFailsWhereItMust(t *testing.T) {
 // cloud): OSD_DEV_CLOUD=1, credentials from /var/lib/osd/clouds.yaml (cloud osd), Horizon at
 // OSD_HORIZON_URL (default http://127.0.0.1:30080). It looks for OSD_HORIZON_INSTANCE, or
 // creates a server of its own for that and deletes it. Screenshots go to OSD_ARTIFACTS (default:
-// a temporary directory).
+// a temporary directory). It stays opt-in because it needs a cloud already running here;
+// TestOpenStackE2E runs the same check on the cloud it deploys.
 func TestHorizonOnDevCloud(t *testing.T) {
 	if os.Getenv("OSD_DEV_CLOUD") != "1" {
 		t.Skip("set OSD_DEV_CLOUD=1 to check the Horizon of the cloud running on this host")

@@ -28,6 +28,9 @@ import (
 // release), and the images: OSD_TEST_IMAGES="openstack=REF,mariadb=REF,..." or, by
 // default, spec.images of the cluster's own openstack/default OpenStackDeployment.
 // Host paths and node ports are switched off so it cannot collide with the real deployment.
+// It stays opt-in because it needs a running osd cluster; what it covers (the controller
+// installing these charts until Ready, and a second pass changing nothing) is covered on a
+// fresh cluster by TestOpenStackE2E in test/, which make test runs.
 func TestControllerOnCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("deploys to a cluster for minutes; skipped in -short")

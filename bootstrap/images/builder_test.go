@@ -22,7 +22,7 @@ func requireBuildTools(t testing.TB) {
 	}
 	for _, tool := range []string{"mmdebstrap", "apt-get"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (apt-get install mmdebstrap)", tool)
+			t.Fatalf("%s not installed (test/deps.sh installs mmdebstrap): %v", tool, err)
 		}
 	}
 }

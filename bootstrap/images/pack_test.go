@@ -297,7 +297,7 @@ func TestWriteArchiveFile(t *testing.T) {
 
 func TestBusyboxImage(t *testing.T) {
 	if _, err := os.Stat(BusyboxPath); err != nil {
-		t.Skipf("busybox-static not installed: %v", err)
+		t.Fatalf("busybox-static not installed (test/deps.sh installs it): %v", err)
 	}
 	img, ref, err := BusyboxImage()
 	if err != nil {

@@ -159,7 +159,7 @@ func freePort(t *testing.T) int {
 func TestProbeConflicts(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep binary")
+		t.Fatalf("sleep is not installed: %v", err)
 	}
 	dir := t.TempDir()
 	kubelet := filepath.Join(dir, "kubelet")

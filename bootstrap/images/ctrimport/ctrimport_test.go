@@ -23,12 +23,12 @@ func startContainerd(t *testing.T) string { return startContainerdB(t) }
 
 func startContainerdB(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("containerd")
-	if err != nil {
-		t.Skip("containerd not installed (apt-get install containerd)")
-	}
 	if os.Geteuid() != 0 {
 		t.Skip("containerd needs root")
+	}
+	bin, err := exec.LookPath("containerd")
+	if err != nil {
+		t.Fatalf("containerd not installed (test/deps.sh installs it): %v", err)
 	}
 	dir, err := os.MkdirTemp("", "osd-ctrd-") // short: socket paths are limited
 	if err != nil {
