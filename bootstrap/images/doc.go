@@ -15,9 +15,14 @@
 //	b.BuildAll(ctx)                          // osd images build [NAME...]
 //	b.List()                                 // osd images list
 //	store, _ := b.Store()
-//	images.ExportBundleFile(file, store)     // osd images export FILE
+//	file, err := images.CheckExportPath(file, force, store.Dir()) // before any work
+//	images.WriteBundleFile(file, force, store) // osd images export [--force] FILE
 //	b.Import(file)                           // osd images import FILE
 //	b.WriteContainerdArchive(k3sDataDir+"/agent/images/osd.tar") // before k3s starts
+//
+// A bundle is untrusted input: import accepts only the entries export writes,
+// checks every name and digest before it reaches a path, and stages blobs in
+// one directory opened as an os.Root (bundle_check.go, bundle_import.go).
 //
 // The pause image alone (needed before anything is built):
 //
