@@ -427,3 +427,36 @@ func TestImportBundleRefusesNonRegularFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestStageStaysInside calls the stage directly with names no check would let through:
+// the os.Root it writes through refuses each (the second line of defence), and nothing
+// appears outside the stage.
+func TestStageStaysInside(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Symlink("/", filepath.Join(base, "rootlink")); err != nil {
+		t.Fatal(err)
+	}
+	stg, err := newStage(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(stg.dir, "up")); err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, base, stg.dir)
+	for _, name := range []string{"../escape", "up/escape", "../rootlink/tmp/escape", "/tmp/escape-abs"} {
+		if err := stg.writeBlob(strings.NewReader("x"), name, 1); err == nil {
+			t.Errorf("writeBlob(%q) = nil error, want the stage's root to refuse it", name)
+		}
+	}
+	if after := treeOf(t, base, stg.dir); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("writeBlob with escaping names changed files outside the stage:\nbefore %v\nafter  %v", before, after)
+	}
+	os.Remove(filepath.Join(stg.dir, "up"))
+	if err := stg.remove(); err != nil {
+		t.Errorf("remove() = %v", err)
+	}
+	if _, err := os.Stat(stg.dir); !os.IsNotExist(err) {
+		t.Errorf("stage %s still exists after remove (%v)", stg.dir, err)
+	}
+}
