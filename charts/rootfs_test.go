@@ -122,6 +122,10 @@ func TestChartsInDebianRootfs(t *testing.T) {
 	rabbit := byName(find("rabbitmq", "StatefulSet"))["rabbitmq"]
 	write("rabbitmq.sh", script(rabbit))
 	probe := rabbit["readinessProbe"].(map[string]any)["exec"].(map[string]any)["command"].([]any)
+	if len(probe) != 3 || probe[1] != "-c" {
+		t.Fatalf("rabbitmq readiness probe = %v, want SHELL -c SCRIPT", probe)
+	}
+	write("rabbitmq.probe.shell", probe[0].(string)) // the probe's own shell (it uses bash's /dev/tcp)
 	write("rabbitmq.probe", probe[2].(string))
 	for file, data := range find("rabbitmq", "ConfigMap").raw["data"].(map[string]any) {
 		write(file, data.(string))

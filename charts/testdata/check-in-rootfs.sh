@@ -100,10 +100,10 @@ PY
 echo "keystone uwsgi RSS: $(ps -o rss= -C uwsgi | awk '{s+=$1} END {printf "%.0f", s/1024}') MiB"
 
 for i in $(seq 1 90); do
-  as rabbitmq /bin/sh -c "$(cat $O/rabbitmq.probe)" >/dev/null 2>&1 && break
+  as rabbitmq $(cat $O/rabbitmq.probe.shell) -c "$(cat $O/rabbitmq.probe)" >/dev/null 2>&1 && break
   sleep 1
 done
-as rabbitmq /bin/sh -c "$(cat $O/rabbitmq.probe)" >/dev/null || { tail -20 $S/rabbitmq.log; echo "FAIL: rabbitmq readiness"; exit 1; }
+as rabbitmq $(cat $O/rabbitmq.probe.shell) -c "$(cat $O/rabbitmq.probe)" >/dev/null || { tail -20 $S/rabbitmq.log; echo "FAIL: rabbitmq readiness"; exit 1; }
 as rabbitmq rabbitmqctl -q list_users | grep -q '^openstack' || { echo "FAIL: rabbitmq user"; exit 1; }
 echo "rabbitmq ready with user openstack"
 chroot $R mysqladmin --connect-timeout=3 ping >/dev/null
