@@ -180,3 +180,20 @@ func TestImagesImportRefusesBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestImagesBuildRefusesUnknownNames: image names reach the builder (which names work
+// directories after them) only when they are catalog names; anything else is 400 naming
+// it, and no build starts.
+func TestImagesBuildRefusesUnknownNames(t *testing.T) {
+	cache := t.TempDir()
+	c := imagesAPI(t, cache)
+	for _, name := range []string{"../../etc", "/tmp/x", "openstack/../compute", "", "OPENSTACK", "memcached\n"} {
+		err := c.Query(context.Background(), http.MethodPost, "images/build", ImagesRequest{Names: []string{name}}, nil)
+		if got := statusOf(err); got != http.StatusBadRequest || !strings.Contains(err.Error(), "unknown image") {
+			t.Errorf("POST images/build %q = %v (status %d), want 400 unknown image", name, err, got)
+		}
+	}
+	if ents, _ := os.ReadDir(cache); len(ents) > 1 {
+		t.Errorf("cache dir holds %d entries after refused builds, want at most the image store", len(ents))
+	}
+}
