@@ -314,7 +314,7 @@ func TestNovaComputeDaemonSet(t *testing.T) {
 	n, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages})
 	ds := n.compute
 	pod := ds.Spec.Template.Spec
-	if ds.Name != "nova-compute" || !reflect.DeepEqual(pod.NodeSelector, map[string]string{"openstack-compute-node": "enabled"}) {
+	if ds.Name != "nova-compute" || !reflect.DeepEqual(pod.NodeSelector, map[string]string{"node-restriction.kubernetes.io/openstack-compute-node": "enabled"}) {
 		t.Errorf("DaemonSet %s nodeSelector = %v, want nova-compute on openstack-compute-node=enabled", ds.Name, pod.NodeSelector)
 	}
 	if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet {

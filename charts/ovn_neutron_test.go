@@ -74,7 +74,7 @@ func TestOVNChart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := typed["DaemonSet/"+tt.name].(*appsv1.DaemonSet)
 			pod := ds.Spec.Template.Spec
-			if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet || pod.NodeSelector["openvswitch"] != "enabled" {
+			if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet || pod.NodeSelector["node-restriction.kubernetes.io/openvswitch"] != "enabled" {
 				t.Errorf("%s hostNetwork=%v dnsPolicy=%s nodeSelector=%v, want host network, cluster DNS, openvswitch=enabled", tt.name, pod.HostNetwork, pod.DNSPolicy, pod.NodeSelector)
 			}
 			expr := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
@@ -82,7 +82,7 @@ func TestOVNChart(t *testing.T) {
 			if tt.gateway {
 				wantOp = corev1.NodeSelectorOpIn
 			}
-			if expr.Key != "openstack-gateway" || expr.Operator != wantOp {
+			if expr.Key != "node-restriction.kubernetes.io/openstack-gateway" || expr.Operator != wantOp {
 				t.Errorf("%s affinity = %+v, want openstack-gateway %s enabled", tt.name, expr, wantOp)
 			}
 			c := pod.Containers[0]
@@ -204,7 +204,7 @@ func TestNeutronChart(t *testing.T) {
 	}
 	agent := typed["DaemonSet/neutron-ovn-metadata-agent"].(*appsv1.DaemonSet)
 	pod := agent.Spec.Template.Spec
-	if !pod.HostNetwork || pod.NodeSelector["openvswitch"] != "enabled" {
+	if !pod.HostNetwork || pod.NodeSelector["node-restriction.kubernetes.io/openvswitch"] != "enabled" {
 		t.Errorf("metadata agent hostNetwork=%v nodeSelector=%v", pod.HostNetwork, pod.NodeSelector)
 	}
 	var netns *corev1.VolumeMount

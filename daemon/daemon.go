@@ -54,6 +54,12 @@ type Config struct {
 	// CgroupRoot is the kubelet's cgroup root (default: env OSD_CGROUP_ROOT, else the
 	// hierarchy's root). Only for several nodes on one host, such as the cluster tests.
 	CgroupRoot string
+	// AgentTokenTTL is how long a joining node's k3s agent credential lives (default
+	// DefaultAgentTokenTTL).
+	AgentTokenTTL time.Duration
+	// MemberCertLifetime is how long the member certificates this daemon issues last
+	// (default cluster.MemberCertLifetime; members renew at half of it).
+	MemberCertLifetime time.Duration
 }
 
 // WithDefaults fills the zero fields of c.
@@ -92,6 +98,12 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.VolumeGroupBytes == 0 {
 		c.VolumeGroupBytes = 20 << 30
+	}
+	if c.AgentTokenTTL != 0 && (c.AgentTokenTTL < time.Minute || c.AgentTokenTTL > 24*time.Hour) {
+		return c, fmt.Errorf("agent token lifetime %s is out of range, want between 1m and 24h", c.AgentTokenTTL)
+	}
+	if c.MemberCertLifetime != 0 && c.MemberCertLifetime < time.Minute {
+		return c, fmt.Errorf("member certificate lifetime %s is too short, want at least 1m (members renew at half of it)", c.MemberCertLifetime)
 	}
 	if _, err := c.External.Normalize(); err != nil {
 		return c, err
@@ -216,6 +228,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 
 	d.state.Store(api.StateRunning)
 	if v, _, err := db.GetConfig(ctx, configInitialized); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	} else if v == "true" {
 		slog.Info("host was initialized before: converging it")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,9 +39,6 @@ const (
 	joinFileName = "join.json" // under STATE/cluster, 0600: the join's secrets
 )
 
-// DefaultJoinRoles are the roles of a joining node when none are asked for.
-var DefaultJoinRoles = []string{cluster.RoleCompute, cluster.RoleNetwork}
-
 // joinNodeTimeout bounds the wait for a joining node to become Ready.
 var joinNodeTimeout = 10 * time.Minute
 
@@ -48,7 +46,8 @@ var joinNodeTimeout = 10 * time.Minute
 var heartbeatInterval = 15 * time.Second
 
 // JoinRemoteRequest is the body of POST /1.0/cluster/join-remote: join the cluster the
-// token names, with roles (default DefaultJoinRoles).
+// token names. The node's roles come with the token (osd cluster add NAME --role ...);
+// Roles, if given, must be the token's.
 type JoinRemoteRequest struct {
 	Token string   `json:"token"`
 	Roles []string `json:"roles,omitempty"`
@@ -63,6 +62,9 @@ type JoinStatus struct {
 	Server    string   `json:"server,omitempty"` // the member that let this node in
 	Operation string   `json:"operation,omitempty"`
 	Error     string   `json:"error,omitempty"` // the last attempt's failure
+	// HeartbeatError is why the last heartbeat to the cluster failed ("" when it went
+	// through): a member whose heartbeats fail is still one until the cluster says not.
+	HeartbeatError string `json:"heartbeat_error,omitempty"`
 }
 
 // joinRecord is what a join keeps (0600) so that a restart can resume it and a member can
@@ -80,12 +82,8 @@ type joinRecord struct {
 	K3sToken    string   `json:"k3s_token"`
 }
 
-func (r joinRecord) token() cluster.Token {
-	return cluster.Token{Name: r.Name, Secret: r.Secret, Fingerprint: r.Fingerprint, Addresses: r.Addresses}
-}
-
 func (r joinRecord) request() cluster.JoinRequest {
-	return cluster.JoinRequest{Name: r.Name, Secret: r.Secret, Roles: r.Roles, Address: r.Address}
+	return cluster.JoinRequest{Name: r.Name, Secret: r.Secret, Address: r.Address}
 }
 
 // joiner is the daemon's join state in memory: one join operation at a time.
@@ -95,6 +93,7 @@ type joiner struct {
 	running bool
 	lastErr string
 	beating bool
+	beatErr string // the last heartbeat's failure ("" when it went through)
 }
 
 func (d *Daemon) identityDir() string { return filepath.Join(d.cfg.StateDir, "cluster", "member") }
@@ -180,29 +179,37 @@ func (d *Daemon) postJoinRemote(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	roles := req.Roles
-	if len(roles) == 0 {
-		roles = DefaultJoinRoles
+	var asked []string
+	if len(req.Roles) > 0 {
+		if asked, err = cluster.NormalizeRoles(req.Roles); err != nil {
+			return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+		}
 	}
-	if roles, err = cluster.NormalizeRoles(roles); err != nil {
-		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	key, err := cluster.NewMemberKey(tok.Name)
+	if err != nil {
+		return rest.ErrorResponse(err)
 	}
-	jreq := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Roles: roles, Address: d.ownAddress()}
+	jreq := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: d.ownAddress(), CSR: key.CSRPEM}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	creds, server, err := cluster.RequestJoin(rctx, tok, jreq)
 	if err != nil {
 		return rest.ErrorResponse(joinRefused(err))
 	}
-	if _, err := cluster.SaveMemberIdentity(d.identityDir(), creds); err != nil {
-		return rest.ErrorResponse(err)
+	if asked != nil && !slices.Equal(asked, creds.Roles) {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "this node's roles come with its join token: %s, not %s (to change them, issue a new token on a member: osd cluster add %s --role %s)",
+			strings.Join(creds.Roles, ","), strings.Join(asked, ","), tok.Name, strings.Join(asked, ",")))
 	}
-	rec = &joinRecord{State: joinJoining, Name: tok.Name, Secret: tok.Secret, Roles: roles, Fingerprint: tok.Fingerprint,
+	if _, err := cluster.SaveMemberIdentity(d.identityDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key); err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrForbidden, "the cluster's credentials were refused (nothing was kept): %v", err))
+	}
+	jreq.CSR = ""
+	rec = &joinRecord{State: joinJoining, Name: tok.Name, Secret: tok.Secret, Roles: creds.Roles, Fingerprint: tok.Fingerprint,
 		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken}
 	if err := d.saveJoin(ctx, *rec); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", roles)
+	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", rec.Roles)
 	op := d.startJoin(*rec)
 	return rest.AsyncResponse("/1.0/operations/"+op, d.joinStatus(rec))
 }
@@ -250,7 +257,8 @@ func (d *Daemon) joinStatus(rec *joinRecord) JoinStatus {
 	if rec == nil {
 		return JoinStatus{State: "none"}
 	}
-	return JoinStatus{State: rec.State, Name: rec.Name, Roles: rec.Roles, Server: rec.Server, Operation: d.join.opID, Error: d.join.lastErr}
+	return JoinStatus{State: rec.State, Name: rec.Name, Roles: rec.Roles, Server: rec.Server, Operation: d.join.opID, Error: d.join.lastErr,
+		HeartbeatError: d.join.beatErr}
 }
 
 // startJoin runs the join plan as an operation unless one runs, and returns its id.
@@ -379,15 +387,9 @@ func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string,
 	if d.server != nil {
 		return false, "running", nil
 	}
+	// No role labels here: a kubelet may not set them (RoleLabelPrefix); the cluster
+	// gives them when the join completes.
 	kc := d.k3sConfig()
-	labels, err := RoleLabels(rec.Roles)
-	if err != nil {
-		return false, "", err
-	}
-	for k, v := range labels {
-		kc.NodeLabels = append(kc.NodeLabels, k+"="+v)
-	}
-	slices.Sort(kc.NodeLabels)
 	if _, err := k3s.AgentArgs(kc, rec.K3sURL, rec.K3sToken); err != nil {
 		return false, "", fmt.Errorf("the cluster's join information: %w", err)
 	}
@@ -415,7 +417,7 @@ func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string,
 	}
 	d.server = srv
 	d.watchAgent(d.runCtx, kc)
-	return true, fmt.Sprintf("containerd and the k3s agent started (server %s, labels %v)", rec.K3sURL, kc.NodeLabels), nil
+	return true, fmt.Sprintf("containerd and the k3s agent started (server %s)", rec.K3sURL), nil
 }
 
 // watchAgent keeps the node state current through the kubelet's own credentials, writes
@@ -440,7 +442,7 @@ func (d *Daemon) completeJoin(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	m, err := cluster.CompleteJoinWith(ctx, rec.token(), rec.Server, id.Cert, rec.request())
+	m, err := cluster.CompleteJoinWith(ctx, rec.Fingerprint, rec.Server, id.Cert, rec.request())
 	if err != nil {
 		return false, "", fmt.Errorf("complete the join with %s: %w", rec.Server, err)
 	}
@@ -470,9 +472,12 @@ func (d *Daemon) resumeJoin(ctx context.Context) {
 	d.startJoin(*rec)
 }
 
-// startHeartbeats tells the cluster every heartbeatInterval that this member is alive.
-// When the cluster answers that the node is no longer a member, it records that and stops
-// the daemon, which stops the embedded agent (osd reset then cleans the host).
+// startHeartbeats tells the cluster every heartbeatInterval that this member is alive, and
+// renews the member certificate once half of its life has passed. Only the cluster's
+// explicit answer that this node was removed makes it record that and stop the daemon
+// (which stops the embedded agent; osd reset then cleans the host); any other failure,
+// such as a certificate that expired while the node was off, is reported (osd status)
+// and retried.
 func (d *Daemon) startHeartbeats() {
 	d.join.mu.Lock()
 	if d.join.beating {
@@ -490,6 +495,12 @@ func (d *Daemon) startHeartbeats() {
 			if err == nil && rec != nil {
 				err = d.heartbeat(ctx, rec)
 			}
+			d.join.mu.Lock()
+			d.join.beatErr = ""
+			if err != nil {
+				d.join.beatErr = err.Error()
+			}
+			d.join.mu.Unlock()
 			if errors.Is(err, cluster.ErrRemoved) {
 				slog.Error("the cluster removed this node: stopping the embedded Kubernetes agent (osd reset cleans this host)", "err", err)
 				rec.State = joinRemoved
@@ -514,6 +525,7 @@ func (d *Daemon) startHeartbeats() {
 	}()
 }
 
+// heartbeat sends one heartbeat, renewing the member certificate first when it is due.
 func (d *Daemon) heartbeat(ctx context.Context, rec *joinRecord) error {
 	id, err := cluster.LoadMemberIdentity(d.identityDir())
 	if err != nil {
@@ -521,5 +533,15 @@ func (d *Daemon) heartbeat(ctx context.Context, rec *joinRecord) error {
 	}
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if cluster.MemberCertDue(id.Cert.Leaf, time.Now()) {
+		renewed, err := cluster.RenewMemberCert(hctx, d.identityDir(), id, rec.Server, rec.Name)
+		if err != nil {
+			// The current certificate keeps working until it expires: say so, go on.
+			slog.Warn("member certificate renewal failed; retrying at the next heartbeat", "err", err, "expires", id.Cert.Leaf.NotAfter)
+		} else {
+			slog.Info("member certificate renewed", "fingerprint", cluster.Fingerprint(renewed.Cert.Leaf), "expires", renewed.Cert.Leaf.NotAfter)
+			id = renewed
+		}
+	}
 	return cluster.SendHeartbeat(hctx, id, rec.Server, rec.Name, api.Version)
 }

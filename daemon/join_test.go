@@ -156,7 +156,7 @@ func mitmServer(t *testing.T) (string, *atomic.Int64) {
 func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 	srv, srvAPI := testDaemon(t, "node1")
 	joiner, joinAPI := testDaemon(t, "node2")
-	srv.clusterSvc.K3s = func(context.Context) (string, string, error) { return "not-a-url", "fake-node-token", nil }
+	fakeKubernetes(srv)
 	ctx := context.Background()
 	mitm, mitmSeen := mitmServer(t)
 	otherCA, err := cluster.EnsureCA(t.TempDir())
@@ -180,7 +180,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 		{"truncated", func(t *testing.T) string { s := issue(t, srvAPI, "node2").Encode(); return s[:len(s)/2] }, http.StatusBadRequest, "truncated"},
 		{"expired (checked here)", func(t *testing.T) string {
 			revoke(t, srvAPI, "node2")
-			tok, err := cluster.Issue(ctx, srv.db, "node2", time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			tok, err := cluster.Issue(ctx, srv.db, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 		}, http.StatusForbidden, "expired at"},
 		{"expired (checked by the cluster)", func(t *testing.T) string {
 			revoke(t, srvAPI, "node2")
-			tok, err := cluster.Issue(ctx, srv.db, "node2", time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			tok, err := cluster.Issue(ctx, srv.db, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 			revoke(t, srvAPI, "node2")
 			return tok.Encode()
 		}, http.StatusForbidden, "was revoked"},
-		{"forged secret", func(t *testing.T) string { return forged(issue(t, srvAPI, "node2")).Encode() }, http.StatusUnauthorized, "does not match"},
+		{"forged secret", func(t *testing.T) string { return forged(issue(t, srvAPI, "node2")).Encode() }, http.StatusUnauthorized, "the join token for node2 is not valid"},
 		{"man in the middle (another CA at the token's address)", func(t *testing.T) string {
 			tok := issue(t, srvAPI, "node2")
 			tok.Addresses = []string{mitm}
@@ -220,14 +220,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 		{"reused", func(t *testing.T) string {
 			// A first join with this token completed (the test plays that joiner).
 			tok := issue(t, srvAPI, "node2")
-			req := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Roles: []string{"control"}, Address: "127.0.0.9:8443"}
-			creds, addr, err := cluster.RequestJoin(ctx, tok, req)
-			if err != nil {
-				t.Fatalf("first join: %v", err)
-			}
-			if _, err := cluster.CompleteJoin(ctx, tok, addr, creds, req); err != nil {
-				t.Fatalf("first join completion: %v", err)
-			}
+			joinAs(t, tok)
 			return tok.Encode()
 		}, http.StatusForbidden, "already used"},
 	}
@@ -236,7 +229,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 			token := c.token(t)
 			before := serverState(t, srv)
 			seenBefore := mitmSeen.Load()
-			err := joinAPI.Query(ctx, http.MethodPost, "cluster/join-remote", JoinRemoteRequest{Token: token, Roles: []string{"control"}}, nil)
+			err := joinAPI.Query(ctx, http.MethodPost, "cluster/join-remote", JoinRemoteRequest{Token: token}, nil)
 			if got := statusOf(err); got != c.status {
 				t.Fatalf("POST cluster/join-remote = %v (status %d), want %d", err, got, c.status)
 			}
@@ -262,9 +255,44 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 
 func revoke(t *testing.T, c *client.Client, name string) {
 	t.Helper()
-	if err := c.Query(context.Background(), http.MethodDelete, "cluster/tokens/"+name, nil, nil); err != nil && statusOf(err) != http.StatusUnauthorized {
+	if err := c.Query(context.Background(), http.MethodDelete, "cluster/tokens/"+name, nil, nil); err != nil && statusOf(err) != http.StatusNotFound {
 		t.Fatalf("revoke %s: %v", name, err)
 	}
+}
+
+// fakeKubernetes stands in for the Kubernetes of d, which these tests do not start (the
+// two-node test runs the real one): the agent credential is not usable, so a join that
+// wrongly went ahead would stop before starting k3s, and admission changes nothing.
+func fakeKubernetes(d *Daemon) {
+	d.clusterSvc.Agent = func(context.Context, string) (cluster.AgentCredential, error) {
+		return cluster.AgentCredential{ServerURL: "not-a-url", Token: "fake-agent-token", Expires: time.Now().Add(time.Minute)}, nil
+	}
+	d.clusterSvc.Admit = nil
+}
+
+// joinAs plays a joining node with tok against the cluster the token names, as a joining
+// daemon does, and returns its identity and the address that answered.
+func joinAs(t *testing.T, tok cluster.Token) (*cluster.MemberIdentity, string) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := cluster.NewMemberKey(tok.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.9:8443", CSR: key.CSRPEM}
+	creds, addr, err := cluster.RequestJoin(ctx, tok, req)
+	if err != nil {
+		t.Fatalf("join as %s: %v", tok.Name, err)
+	}
+	id, err := cluster.SaveMemberIdentity(t.TempDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.CSR = ""
+	if _, err := cluster.CompleteJoinWith(ctx, tok.Fingerprint, addr, id.Cert, req); err != nil {
+		t.Fatalf("complete the join as %s: %v", tok.Name, err)
+	}
+	return id, addr
 }
 
 func TestJoinRemoteRefusesBadRequests(t *testing.T) {
@@ -366,21 +394,10 @@ func TestJoinPlanSkipsHostServices(t *testing.T) {
 // answers ErrRemoved (what makes a removed node's daemon stop its agent).
 func TestHeartbeatAfterRemoval(t *testing.T) {
 	srv, srvAPI := testDaemon(t, "node1")
-	srv.clusterSvc.K3s = func(context.Context) (string, string, error) { return "not-a-url", "fake-node-token", nil }
+	fakeKubernetes(srv)
 	ctx := context.Background()
 	tok := issue(t, srvAPI, "node7")
-	req := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Roles: []string{"control"}, Address: "127.0.0.9:8443"}
-	creds, addr, err := cluster.RequestJoin(ctx, tok, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.CompleteJoin(ctx, tok, addr, creds, req); err != nil {
-		t.Fatal(err)
-	}
-	id, err := cluster.SaveMemberIdentity(t.TempDir(), creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, addr := joinAs(t, tok)
 	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test"); err != nil {
 		t.Fatalf("SendHeartbeat() = %v, want nil", err)
 	}

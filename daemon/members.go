@@ -141,7 +141,7 @@ func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error 
 	}
 	if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		slog.Info("member has no Kubernetes node; removing its record", "member", name)
-		return nil
+		return forgetNode(ctx, cs, name)
 	} else if err != nil {
 		return fmt.Errorf("read node %s: %w", name, err)
 	}
@@ -182,14 +182,31 @@ func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error 
 	if err := drain(ctx, cs, name, drainTimeout); err != nil {
 		return err
 	}
+	if err := forgetNode(ctx, cs, name); err != nil {
+		return err
+	}
+	slog.Info("removed node from Kubernetes", "node", name, "vms", vms, "force", force)
+	return nil
+}
+
+// forgetNode makes sure node cannot come back with what it kept: its name is barred
+// first (the kubelet certificate it keeps could otherwise create its Node again), then
+// its Node, its agent credentials and the node password k3s keeps for it go (so that a
+// node of that name can join afresh once a new token lets it).
+func forgetNode(ctx context.Context, cs kubernetes.Interface, name string) error {
+	if err := k3s.BarNode(ctx, cs, name); err != nil {
+		return err
+	}
 	if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete node %s: %w", name, err)
 	}
-	err = cs.CoreV1().Secrets("kube-system").Delete(ctx, name+".node-password.k3s", metav1.DeleteOptions{})
+	if err := k3s.DeleteAgentTokens(ctx, cs, name); err != nil {
+		return err
+	}
+	err := cs.CoreV1().Secrets("kube-system").Delete(ctx, name+".node-password.k3s", metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete node password of %s: %w", name, err)
 	}
-	slog.Info("removed node from Kubernetes", "node", name, "vms", vms, "force", force)
 	return nil
 }
 

@@ -57,7 +57,10 @@ func TestRoleLabels(t *testing.T) {
 			if v != "enabled" {
 				t.Errorf("RoleLabels(%v)[%s] = %q, want enabled", tt.roles, k, v)
 			}
-			names = append(names, k)
+			if !strings.HasPrefix(k, RoleLabelPrefix) {
+				t.Errorf("RoleLabels(%v) has %s, want every role label under %s (a kubelet cannot set those)", tt.roles, k, RoleLabelPrefix)
+			}
+			names = append(names, strings.TrimPrefix(k, RoleLabelPrefix))
 		}
 		sort.Strings(names)
 		if !tt.wantErr && strings.Join(names, " ") != tt.want {

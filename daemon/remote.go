@@ -2,17 +2,14 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -37,8 +34,9 @@ func (d *Daemon) startRemote(ctx context.Context) error {
 	if err := d.trust.Load(ctx, d.db); err != nil {
 		return err
 	}
-	d.clusterSvc = &cluster.Service{DB: d.db, CA: ca, Trust: d.trust, K3s: d.k3sJoinInfo, Addresses: d.remoteAddresses,
-		NodeStates: d.nodeStates, Local: d.localMember, RemoveNode: d.removeNode}
+	d.clusterSvc = &cluster.Service{DB: d.db, CA: ca, Trust: d.trust, Agent: d.agentCredential, Addresses: d.remoteAddresses,
+		MemberCertLifetime: d.cfg.MemberCertLifetime, NodeStates: d.nodeStates, Local: d.localMember,
+		RemoveNode: d.removeNode, Admit: d.admitMember, TokenIssued: d.letNodeIn, TokenDropped: d.dropAgentTokens}
 	go rc.Run(ctx, 12*time.Hour)
 	go d.clusterSvc.RunPurge(ctx, time.Hour)
 	if d.cfg.HTTPSAddress == "none" {
@@ -49,10 +47,15 @@ func (d *Daemon) startRemote(ctx context.Context) error {
 		return fmt.Errorf("remote API on %s: %w (choose another with --https-address, or none)", d.cfg.HTTPSAddress, err)
 	}
 	d.httpsAddr = l.Addr().String()
-	router := rest.NewRouter(d.endpoints(), rest.WithAuthorizer(cluster.Authorizer(d.trust.Trusted)), rest.WithHiddenInternalErrors())
+	limits := cluster.DefaultGuardLimits
+	guard := cluster.NewGuard(l, rc.TLSConfig(), d.trust, limits)
+	router := rest.NewRouter(d.endpoints(), rest.WithAuthorizer(cluster.Authorizer(d.trust, access(), limits)), rest.WithHiddenInternalErrors())
 	served := make(chan error, 1)
 	sctx, stop := context.WithCancel(context.Background())
-	go func() { served <- rest.Serve(sctx, tls.NewListener(l, rc.TLSConfig()), router) }()
+	go func() {
+		served <- rest.Serve(sctx, guard, router, rest.WithTimeouts(httpsReadTimeout, httpsWriteTimeout),
+			rest.WithConnState(guard.ConnState), rest.WithMaxHeaderBytes(64<<10))
+	}()
 	d.onStop(func(context.Context) error { stop(); return <-served })
 	slog.Info("remote API listening", "address", d.httpsAddr, "ca_fingerprint", ca.Fingerprint())
 	return nil
@@ -81,21 +84,70 @@ func (d *Daemon) remoteAddresses() []string {
 	return []string{net.JoinHostPort(host, port)}
 }
 
-// k3sJoinInfo is what a joining node's k3s agent needs: this server's supervisor URL and
-// the agent token k3s wrote.
-func (d *Daemon) k3sJoinInfo(ctx context.Context) (string, string, error) {
+// Bounds on one HTTPS request: its body must have arrived within httpsReadTimeout, its
+// answer left within httpsWriteTimeout (the API's answers are small).
+const (
+	httpsReadTimeout  = 30 * time.Second
+	httpsWriteTimeout = 2 * time.Minute
+)
+
+// DefaultAgentTokenTTL is how long the credential a joining node's k3s agent registers with
+// stays valid: long enough for a join, dropped as soon as the join completes.
+const DefaultAgentTokenTTL = 15 * time.Minute
+
+// agentCredential issues node name's k3s agent credential: a bootstrap token for this
+// join only, with this server's supervisor URL (the cluster's server token never leaves
+// this host).
+func (d *Daemon) agentCredential(ctx context.Context, name string) (cluster.AgentCredential, error) {
 	if d.server == nil {
-		return "", "", rest.Errorf(rest.ErrNotReady, "the embedded Kubernetes is not running here yet: run osd init first")
+		return cluster.AgentCredential{}, rest.Errorf(rest.ErrNotReady, "the embedded Kubernetes is not running here yet: run osd init first")
+	}
+	cs, err := d.adminClient()
+	if err != nil {
+		return cluster.AgentCredential{}, err
+	}
+	ttl := d.cfg.AgentTokenTTL
+	if ttl <= 0 {
+		ttl = DefaultAgentTokenTTL
 	}
 	kc := d.k3sConfig()
-	for _, f := range []string{"agent-token", "node-token"} {
-		b, err := os.ReadFile(filepath.Join(kc.DataDir(), "server", f))
-		if err == nil {
-			return fmt.Sprintf("https://%s", net.JoinHostPort(d.publicIP(), fmt.Sprint(kc.APIPort))), strings.TrimSpace(string(b)), nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return "", "", err
-		}
+	tok, expires, err := k3s.CreateAgentToken(ctx, cs, kc.Paths, name, ttl)
+	if err != nil {
+		return cluster.AgentCredential{}, err
 	}
-	return "", "", rest.Errorf(rest.ErrNotReady, "k3s has not written its agent token yet")
+	return cluster.AgentCredential{ServerURL: fmt.Sprintf("https://%s", net.JoinHostPort(d.publicIP(), fmt.Sprint(kc.APIPort))),
+		Token: tok, Expires: expires}, nil
+}
+
+// admitMember gives a member that completed its join the labels of its roles and drops
+// the agent credential it joined with (its kubelet certificate is what it uses now).
+func (d *Daemon) admitMember(ctx context.Context, name string, roles []string) error {
+	cs, err := d.adminClient()
+	if err != nil {
+		return err
+	}
+	if _, _, err := labelNodeRoles(ctx, cs, name, roles); err != nil {
+		return err
+	}
+	return k3s.DeleteAgentTokens(ctx, cs, name)
+}
+
+// letNodeIn lets a node called name register again (a join token was issued for it).
+func (d *Daemon) letNodeIn(ctx context.Context, name string) error {
+	cs, err := d.adminClient()
+	if err != nil {
+		// No Kubernetes here yet: nothing can have barred the name.
+		slog.Debug("no Kubernetes to let a node in", "node", name, "err", err)
+		return nil
+	}
+	return k3s.UnbarNode(ctx, cs, name)
+}
+
+// dropAgentTokens deletes the agent credentials issued for name.
+func (d *Daemon) dropAgentTokens(ctx context.Context, name string) error {
+	cs, err := d.adminClient()
+	if err != nil {
+		return nil // no Kubernetes here: no credential was issued
+	}
+	return k3s.DeleteAgentTokens(ctx, cs, name)
 }

@@ -16,20 +16,28 @@ import (
 func newClusterCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Grow the cloud to more hosts: join tokens and members"}
 	var ttl string
+	var roles []string
 	add := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Issue a single-use join token for the host NAME (osd join TOKEN on that host)",
-		Args:  cobra.ExactArgs(1),
+		Long: "Issue a single-use join token for the host NAME, with the roles that host will have: the\n" +
+			"joining host cannot choose its own. Keep the token secret until it is used: whoever holds it\n" +
+			"can join as NAME until it expires (osd cluster revoke NAME withdraws it). Pass it to osd join\n" +
+			"on standard input or in a file rather than on the command line where other users can see it.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var tok cluster.IssuedToken
-			if err := g.client().Query(cmd.Context(), "POST", "cluster/tokens", cluster.TokenRequest{Name: args[0], TTL: ttl}, &tok); err != nil {
+			req := cluster.TokenRequest{Name: args[0], Roles: roles, TTL: ttl}
+			if err := g.client().Query(cmd.Context(), "POST", "cluster/tokens", req, &tok); err != nil {
 				return err
 			}
-			fmt.Printf("Join token for %s (single use, expires %s):\n%s\n", tok.Name, tok.Expires.Format("2006-01-02 15:04 MST"), tok.Token)
+			fmt.Printf("Join token for %s, roles %s (single use, expires %s):\n%s\n", tok.Name, strings.Join(tok.Roles, ","),
+				tok.Expires.Format("2006-01-02 15:04 MST"), tok.Token)
 			return nil
 		},
 	}
 	add.Flags().StringVar(&ttl, "ttl", "1h", "how long the token is valid (e.g. 30m, 2h)")
+	add.Flags().StringSliceVar(&roles, "role", cluster.DefaultJoinRoles, "roles of the joining host: compute, control, network, storage (repeat or comma-separate)")
 	var format string
 	tokens := &cobra.Command{
 		Use:   "tokens",
@@ -44,9 +52,9 @@ func newClusterCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return render(os.Stdout, format, list, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "NAME\tEXPIRES\tSTATE")
+				fmt.Fprintln(tw, "NAME\tROLES\tEXPIRES\tSTATE")
 				for _, t := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.ExpiresAt.Format("2006-01-02 15:04 MST"), t.State)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Roles, ","), t.ExpiresAt.Format("2006-01-02 15:04 MST"), t.State)
 				}
 			})
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,60 @@ func TestMemberRow(t *testing.T) {
 	} {
 		if got := memberRow(c.m, now); got != c.want {
 			t.Errorf("memberRow(%s) = %q, want %q", c.m.Name, got, c.want)
+		}
+	}
+}
+
+func TestTokenFrom(t *testing.T) {
+	file := t.TempDir() + "/token"
+	if err := os.WriteFile(file, []byte("tok-from-file\nrest\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		file    string
+		want    string
+		wantErr string
+	}{
+		{"file", nil, file, "tok-from-file", ""},
+		{"file and argument", []string{"x"}, file, "", "not both"},
+		{"missing file", nil, file + ".nope", "", "read the join token"},
+		{"nothing", nil, "", "", "no join token"},
+		{"argument", []string{"abc"}, "", "abc", ""},
+	} {
+		got, err := tokenFrom(c.args, c.file, strings.NewReader(""))
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s: tokenFrom() = %q, %v, want error %q", c.name, got, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: tokenFrom() = %q, %v, want %q", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestWithTokenFile(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want string // "" when it must refuse
+	}{
+		{[]string{"osd", "--state-dir", "/s", "join", "TOK", "--timeout", "5m"}, "osd --state-dir /s join --token-file=/dev/fd/7 --timeout 5m"},
+		{[]string{"osd", "join", "TOK", "TOK"}, ""},
+		{[]string{"osd", "join", "-"}, ""},
+		{[]string{"TOK", "join"}, ""}, // the program name is never the token
+	} {
+		got, ok := withTokenFile(c.argv, "TOK", 7)
+		if c.want == "" {
+			if ok {
+				t.Errorf("withTokenFile(%q) = %q, want a refusal", c.argv, got)
+			}
+			continue
+		}
+		if !ok || strings.Join(got, " ") != c.want {
+			t.Errorf("withTokenFile(%q) = %q, %v, want %q", c.argv, got, ok, c.want)
 		}
 	}
 }

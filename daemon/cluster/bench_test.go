@@ -70,7 +70,7 @@ func BenchmarkMTLSRequests(b *testing.B) {
 func BenchmarkMTLSNewConnection(b *testing.B) {
 	tc := startCluster(b)
 	cert := tc.trustedClient(b, "bench")
-	cfg, err := ClientTLSConfig(tc.ca.Fingerprint(), cert)
+	cfg, err := ClientTLSConfigFor(tc.ca.Fingerprint(), tc.addr, cert)
 	if err != nil {
 		b.Fatal(err)
 	}

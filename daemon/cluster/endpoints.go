@@ -16,13 +16,15 @@ const maxJoinBody = 16 << 10
 
 // TokenRequest is the body of POST /1.0/cluster/tokens.
 type TokenRequest struct {
-	Name string `json:"name"`
-	TTL  string `json:"ttl,omitempty"` // Go duration, e.g. "1h"; empty: DefaultTokenTTL
+	Name  string   `json:"name"`
+	Roles []string `json:"roles,omitempty"` // the joining node's roles (empty: DefaultJoinRoles)
+	TTL   string   `json:"ttl,omitempty"`   // Go duration, e.g. "1h"; empty: DefaultTokenTTL
 }
 
 // IssuedToken is the answer to POST /1.0/cluster/tokens: the encoded token is shown once.
 type IssuedToken struct {
 	Name    string    `json:"name"`
+	Roles   []string  `json:"roles"`
 	Token   string    `json:"token"`
 	Expires time.Time `json:"expires"`
 }
@@ -41,15 +43,15 @@ type TrustEntry struct {
 	AddedAt     time.Time `json:"added_at"`
 }
 
-// Endpoints returns the cluster's API endpoints. Only the two join endpoints allow
-// untrusted callers; they prove themselves with the token.
+// Endpoints returns the cluster's API endpoints (who may call each over HTTPS: Access).
 //
 //	POST   /1.0/cluster/join                 JoinRequest -> JoinResponse
 //	POST   /1.0/cluster/join/complete        JoinRequest (+ member client cert) -> Member
 //	GET    /1.0/cluster/members              -> []Member
 //	GET    /1.0/cluster/members/{name}       -> Member
 //	DELETE /1.0/cluster/members/{name}[?force=true]  drain, delete the node, revoke, forget
-//	POST   /1.0/cluster/members/{name}/heartbeat  HeartbeatRequest (by that member's certificate only)
+//	POST   /1.0/cluster/members/{name}/heartbeat    HeartbeatRequest (that member only)
+//	POST   /1.0/cluster/members/{name}/certificate  RenewRequest -> RenewResponse (that member only)
 //	GET    /1.0/cluster/tokens               -> []TokenInfo
 //	POST   /1.0/cluster/tokens               TokenRequest -> IssuedToken (201)
 //	DELETE /1.0/cluster/tokens/{name}        revoke
@@ -58,16 +60,37 @@ type TrustEntry struct {
 //	DELETE /1.0/trust/{fingerprint}          stop trusting
 func (s *Service) Endpoints() []rest.Endpoint {
 	return []rest.Endpoint{
-		{Path: "cluster/join", Post: rest.Action{Handler: s.postJoin, AllowUntrusted: true}},
-		{Path: "cluster/join/complete", Post: rest.Action{Handler: s.postJoinComplete, AllowUntrusted: true}},
+		{Path: "cluster/join", Post: rest.Action{Handler: s.postJoin}},
+		{Path: "cluster/join/complete", Post: rest.Action{Handler: s.postJoinComplete}},
 		{Path: "cluster/members", Get: rest.Action{Handler: s.getMembers}},
 		{Path: "cluster/members/{name}", Get: rest.Action{Handler: s.getMember}, Delete: rest.Action{Handler: s.deleteMember}},
 		{Path: "cluster/members/{name}/heartbeat", Post: rest.Action{Handler: s.postHeartbeat}},
+		{Path: "cluster/members/{name}/certificate", Post: rest.Action{Handler: s.postCertificate}},
 		{Path: "cluster/tokens", Get: rest.Action{Handler: s.getTokens}, Post: rest.Action{Handler: s.postToken}},
 		{Path: "cluster/tokens/{name}", Delete: rest.Action{Handler: s.deleteToken}},
 		{Path: "trust", Get: rest.Action{Handler: s.getTrust}, Post: rest.Action{Handler: s.postTrust}},
 		{Path: "trust/{fingerprint}", Delete: rest.Action{Handler: s.deleteTrust}},
 	}
+}
+
+// Access is who may call each of the cluster's routes over HTTPS. The two join routes
+// are open: they check the join token (and the completion the member certificate) in
+// their handlers. A member may read the members, keep itself a member and nothing more;
+// a removed member's certificate may only hear that it was removed.
+var Access = AccessTable{
+	{Method: "POST", Path: "cluster/join"}:                       {RoleAnyone},
+	{Method: "POST", Path: "cluster/join/complete"}:              {RoleAnyone},
+	{Method: "GET", Path: "cluster/members"}:                     {RoleOperator, RoleMember},
+	{Method: "GET", Path: "cluster/members/{name}"}:              {RoleOperator, RoleMember},
+	{Method: "DELETE", Path: "cluster/members/{name}"}:           {RoleOperator},
+	{Method: "POST", Path: "cluster/members/{name}/heartbeat"}:   {RoleMember, RoleRemoved},
+	{Method: "POST", Path: "cluster/members/{name}/certificate"}: {RoleMember},
+	{Method: "GET", Path: "cluster/tokens"}:                      {RoleOperator},
+	{Method: "POST", Path: "cluster/tokens"}:                     {RoleOperator},
+	{Method: "DELETE", Path: "cluster/tokens/{name}"}:            {RoleOperator},
+	{Method: "GET", Path: "trust"}:                               {RoleOperator},
+	{Method: "POST", Path: "trust"}:                              {RoleOperator},
+	{Method: "DELETE", Path: "trust/{fingerprint}"}:              {RoleOperator},
 }
 
 func (s *Service) postJoin(r *http.Request) rest.Response {
@@ -130,17 +153,32 @@ func (s *Service) getMember(r *http.Request) rest.Response {
 	return rest.SyncResponse(out)
 }
 
+// caller identifies who sent r (over the unix socket: nobody, with no certificate).
+func (s *Service) caller(r *http.Request) Caller {
+	if s.Trust == nil {
+		return Caller{Role: RoleAnyone}
+	}
+	return s.Trust.Identify(peerCert(r), s.now())
+}
+
+// itself checks that r comes from member name's own certificate; a removed member's
+// certificate is told it was removed (410), so the node knows to stop.
+func (s *Service) itself(r *http.Request, name string) (Caller, error) {
+	c := s.caller(r)
+	switch {
+	case c.Role == RoleRemoved && c.Name == name:
+		return c, rest.Errorf(rest.ErrGone, "%s was removed from the cluster: run osd reset on it, then join it again with a new token (osd cluster add %s)", name, name)
+	case c.Role != RoleMember || c.Name != name:
+		return c, rest.Errorf(rest.ErrForbidden, "only member %s itself may do this, with its member certificate", name)
+	}
+	return c, nil
+}
+
 func (s *Service) postHeartbeat(r *http.Request) rest.Response {
 	name := rest.Var(r, "name")
-	m, err := s.DB.GetMember(r.Context(), name)
-	if errors.Is(err, store.ErrNotFound) {
-		return rest.ErrorResponse(errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name))
-	}
+	c, err := s.itself(r, name)
 	if err != nil {
 		return rest.ErrorResponse(err)
-	}
-	if peer := peerCert(r); peer == nil || Fingerprint(peer) != m.Fingerprint {
-		return rest.ErrorResponse(rest.Errorf(rest.ErrForbidden, "only member %s itself may send its heartbeat", name))
 	}
 	var hb HeartbeatRequest
 	if r.ContentLength != 0 {
@@ -154,7 +192,49 @@ func (s *Service) postHeartbeat(r *http.Request) rest.Response {
 	if hb.Version != "" {
 		s.versions.set(name, hb.Version)
 	}
+	if m, err := s.DB.GetMember(r.Context(), name); err == nil && m.Fingerprint == c.Fingerprint {
+		// The member holds its newest certificate: the ones it renewed away go.
+		if n, err := s.DB.PruneMemberCerts(r.Context(), name); err != nil {
+			return rest.ErrorResponse(err)
+		} else if n > 0 {
+			if err := s.reloadTrust(r.Context()); err != nil {
+				return rest.ErrorResponse(err)
+			}
+		}
+	}
 	return rest.EmptySyncResponse
+}
+
+// postCertificate renews the calling member's certificate for the key in its request.
+func (s *Service) postCertificate(r *http.Request) rest.Response {
+	name := rest.Var(r, "name")
+	if _, err := s.itself(r, name); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	var req RenewRequest
+	if err := rest.DecodeJSON(r, &req, maxCSR+1024); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	pub, err := ParseCSR(req.CSR)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	certPEM, err := s.IssueMemberCert(name, pub)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	cert, err := ParseCertPEM(certPEM)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	rec := store.TrustRecord{Fingerprint: Fingerprint(cert), Name: name, Kind: TrustKindMember, CertPEM: string(certPEM), AddedAt: s.now()}
+	if err := s.DB.RenewMemberCert(r.Context(), rec); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if err := s.reloadTrust(r.Context()); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	return rest.SyncResponse(RenewResponse{CertificatePEM: string(certPEM), Expires: cert.NotAfter})
 }
 
 func (s *Service) getTokens(r *http.Request) rest.Response {
@@ -185,16 +265,41 @@ func (s *Service) postToken(r *http.Request) rest.Response {
 	if _, err := PurgeExpired(r.Context(), s.DB, now); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	tok, err := Issue(r.Context(), s.DB, req.Name, ttl, addrs, s.CA.Fingerprint(), now)
+	roles := req.Roles
+	if len(roles) == 0 {
+		roles = DefaultJoinRoles
+	}
+	roles, err := NormalizeRoles(roles)
+	if err != nil {
+		return rest.ErrorResponse(errorf(ErrInvalid, "%w", err))
+	}
+	tok, err := Issue(r.Context(), s.DB, req.Name, roles, ttl, addrs, s.CA.Fingerprint(), now)
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
+	if s.TokenIssued != nil {
+		if err := s.TokenIssued(r.Context(), tok.Name); err != nil {
+			_ = Revoke(r.Context(), s.DB, tok.Name, now)
+			return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "no token issued: a node called %s could not be let in to Kubernetes (try again): %w", tok.Name, err))
+		}
+	}
 	return rest.SyncResponseLocation(rest.APIPrefix+"/cluster/tokens/"+tok.Name,
-		IssuedToken{Name: tok.Name, Token: tok.Encode(), Expires: tok.Expires})
+		IssuedToken{Name: tok.Name, Roles: roles, Token: tok.Encode(), Expires: tok.Expires})
 }
 
 func (s *Service) deleteToken(r *http.Request) rest.Response {
-	if err := Revoke(r.Context(), s.DB, rest.Var(r, "name"), s.now()); err != nil {
+	name := rest.Var(r, "name")
+	if err := ValidateName(name); err != nil {
+		return rest.ErrorResponse(errorf(ErrInvalid, "%w", err))
+	}
+	if s.TokenDropped != nil {
+		// First the k3s credential the token's join may have received: a revoked token
+		// must not leave a node able to register.
+		if err := s.TokenDropped(r.Context(), name); err != nil {
+			return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "not revoked: the agent credentials of %s could not be dropped (try again): %w", name, err))
+		}
+	}
+	if err := Revoke(r.Context(), s.DB, name, s.now()); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	return rest.EmptySyncResponse
@@ -253,7 +358,7 @@ func (s *Service) deleteTrust(r *http.Request) rest.Response {
 // RemoveMember forgets member name and stops trusting its certificate. The daemon calls
 // it after draining and deleting the member's k3s node.
 func (s *Service) RemoveMember(ctx context.Context, name string) error {
-	if err := s.DB.RemoveMember(ctx, name); err != nil {
+	if err := s.DB.RemoveMember(ctx, name, s.now()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name)
 		}

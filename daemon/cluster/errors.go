@@ -21,8 +21,8 @@ func sentinel(msg string, status error) error { return &codedErr{msg: msg, base:
 // Sentinel errors of token checks and joins. Each wraps the rest sentinel that gives its
 // HTTP status, so rest.StatusFor maps them without a table here.
 var (
-	ErrTokenUnknown   = sentinel("no such join token", rest.ErrUnauthorized)
-	ErrTokenSecret    = sentinel("join token secret does not match", rest.ErrUnauthorized)
+	ErrTokenInvalid   = sentinel("join token is not valid", rest.ErrUnauthorized)
+	ErrTokenUnknown   = sentinel("no such join token", rest.ErrNotFound)
 	ErrTokenWrongName = sentinel("join token was issued for another name", rest.ErrForbidden)
 	ErrTokenExpired   = sentinel("join token expired", rest.ErrForbidden)
 	ErrTokenRevoked   = sentinel("join token was revoked", rest.ErrForbidden)

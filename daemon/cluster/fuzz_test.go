@@ -14,7 +14,7 @@ import (
 // and validation: it must never panic, and every refusal must be a client error (4xx),
 // never a 500, and must not issue a certificate.
 func FuzzJoinRequest(f *testing.F) {
-	f.Add([]byte(`{"name":"node2","secret":"s","roles":["compute"],"address":"10.0.0.2:7443"}`))
+	f.Add([]byte(`{"name":"node2","secret":"s","address":"10.0.0.2:7443","csr":"-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n"}`))
 	f.Add([]byte(`{"name":"node2","secret":"s","roles":["gpu"],"address":"10.0.0.2:7443"}`))
 	f.Add([]byte(`{"name":"NODE","secret":"","address":"x"}`))
 	f.Add([]byte(`{"name":"node2","extra":1}`))
@@ -31,7 +31,7 @@ func FuzzJoinRequest(f *testing.F) {
 			}
 			return
 		}
-		deps := &fakeJoinDeps{verifyErr: errorf(ErrTokenSecret, "no")}
+		deps := &fakeJoinDeps{verifyErr: errorf(ErrTokenInvalid, "no")}
 		_, err := HandleJoin(context.Background(), deps, req)
 		if code := rest.StatusFor(err); code < 400 || code >= 500 {
 			t.Fatalf("HandleJoin(%+v) status %d (%v), want 4xx", req, code, err)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -24,10 +25,13 @@ import (
 
 // Certificate lifetimes and the renewal window.
 const (
-	CALifetime     = 10 * 365 * 24 * time.Hour
-	LeafLifetime   = 365 * 24 * time.Hour
-	RenewBefore    = 30 * 24 * time.Hour
-	clockSkewSlack = time.Hour // NotBefore is backdated by this much
+	CALifetime   = 10 * 365 * 24 * time.Hour
+	LeafLifetime = 365 * 24 * time.Hour
+	RenewBefore  = 30 * 24 * time.Hour
+	// MemberCertLifetime is how long a member certificate lasts by default; members
+	// renew theirs when half of its life has passed (MemberCertDue).
+	MemberCertLifetime = 365 * 24 * time.Hour
+	clockSkewSlack     = time.Hour // NotBefore is backdated by this much
 )
 
 // File names under the identity directory.
@@ -207,18 +211,35 @@ func chainPair(ca *CA, certPEM, keyPEM []byte) (tls.Certificate, error) {
 	return pair, nil
 }
 
-// IssueMemberCert issues a certificate for the joining member name, usable both as its
-// HTTPS server certificate and as its mTLS client certificate towards other members.
-func IssueMemberCert(ca *CA, name string) (certPEM, keyPEM []byte, err error) {
+// IssueMemberCert issues member name's certificate for the public key pub, valid for
+// lifetime from now: for client use only (the member's mTLS identity towards the
+// cluster's HTTPS API; it cannot serve as a server certificate), naming the member in its
+// subject and DNS names.
+func IssueMemberCert(ca *CA, name string, pub crypto.PublicKey, now time.Time, lifetime time.Duration) ([]byte, error) {
 	if err := ValidateName(name); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	certPEM, keyPEM, err = issue(ca, leafTemplate(name, []string{name}, nil, time.Now(),
-		[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}))
+	tmpl := leafTemplate(name, []string{name}, nil, now, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	tmpl.NotAfter = now.Add(lifetime)
+	if lifetime < 2*clockSkewSlack {
+		// A short-lived certificate (tests) is not backdated by more than a fraction of it.
+		tmpl.NotBefore = now.Add(-lifetime / 10)
+	}
+	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
+		tmpl.NotAfter = ca.Cert.NotAfter
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("issue member certificate for %s: %w", name, err)
+		return nil, fmt.Errorf("issue member certificate for %s: %w", name, err)
 	}
-	return certPEM, keyPEM, nil
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// MemberCertDue reports whether a member should renew cert at now: half of its life has
+// passed (or it is not valid yet, or no longer).
+func MemberCertDue(cert *x509.Certificate, now time.Time) bool {
+	half := cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) / 2)
+	return !now.Before(half) || now.Before(cert.NotBefore)
 }
 
 func leafTemplate(cn string, names []string, ips []net.IP, now time.Time, usage []x509.ExtKeyUsage) *x509.Certificate {

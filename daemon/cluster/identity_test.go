@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/ecdsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -207,12 +208,13 @@ func TestFingerprint(t *testing.T) {
 
 func TestIssueMemberCert(t *testing.T) {
 	ca := mustCA(t)
-	certPEM, keyPEM, err := IssueMemberCert(ca, "node2")
+	k, err := NewMemberKey("node2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := IssueMemberCert(ca, "node2", &k.Key.PublicKey, time.Now(), MemberCertLifetime)
 	if err != nil {
 		t.Fatalf("IssueMemberCert(node2) = %v, want nil", err)
-	}
-	if !strings.Contains(string(keyPEM), "EC PRIVATE KEY") {
-		t.Errorf("member key PEM = %.30q..., want an EC private key", keyPEM)
 	}
 	cert, err := ParseCertPEM(certPEM)
 	if err != nil {
@@ -220,15 +222,17 @@ func TestIssueMemberCert(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth} {
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "node2", KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-			t.Errorf("member certificate Verify(usage %v) = %v, want nil", usage, err)
-		}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "node2", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("member certificate Verify(client auth) = %v, want nil", err)
 	}
-	if cert.Subject.CommonName != "node2" || cert.IsCA {
-		t.Errorf("member certificate CN %q IsCA %v, want node2, false", cert.Subject.CommonName, cert.IsCA)
+	// A member certificate cannot pose as the cluster's server.
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "node2", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		t.Error("member certificate Verify(server auth) = nil, want it refused")
 	}
-	if _, _, err := IssueMemberCert(ca, "Bad_Name"); err == nil {
+	if cert.Subject.CommonName != "node2" || cert.IsCA || !cert.PublicKey.(*ecdsa.PublicKey).Equal(&k.Key.PublicKey) {
+		t.Errorf("member certificate CN %q IsCA %v, want node2, false, for the requested key", cert.Subject.CommonName, cert.IsCA)
+	}
+	if _, err := IssueMemberCert(ca, "Bad_Name", &k.Key.PublicKey, time.Now(), time.Hour); err == nil {
 		t.Error("IssueMemberCert(Bad_Name) = nil, want a name error")
 	}
 }

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"crypto"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -13,24 +15,34 @@ import (
 	"github.com/osdcloud/osd/daemon/store"
 )
 
+// maxCSR bounds the PEM certificate request a joining or renewing member sends.
+const maxCSR = 8 << 10
+
 // JoinRequest is what a joining node sends to POST /1.0/cluster/join (to receive its
 // credentials) and again to POST /1.0/cluster/join/complete (to register, once its k3s
-// agent has joined), proving the token by name and secret.
+// agent has joined), proving the token by name and secret. The node's roles are not
+// its to choose: they come with the token.
 type JoinRequest struct {
-	Name    string   `json:"name"`
-	Secret  string   `json:"secret"`
-	Roles   []string `json:"roles"`
-	Address string   `json:"address"` // host:port of the joiner's own HTTPS API
+	Name    string `json:"name"`
+	Secret  string `json:"secret"`
+	Address string `json:"address"` // host:port of the joiner's own HTTPS API
+	// CSR is a PEM certificate request for the member's client certificate (join only):
+	// its private key never leaves the joining node.
+	CSR string `json:"csr,omitempty"`
 }
 
-// JoinResponse carries what the joiner needs: its member certificate and key, the
-// cluster CA, and what its embedded k3s agent needs to join.
+// JoinResponse carries what the joiner needs: its member certificate (client use only,
+// towards the cluster's HTTPS API), the cluster CA, the roles its token gives it, and a
+// credential with which its embedded k3s agent registers this one node, valid only until
+// K3sTokenExpires and dropped as soon as the join completes. No secret that outlives the
+// join, and nothing that would let the joiner act as a server, is in it.
 type JoinResponse struct {
-	MemberCertPEM string `json:"member_cert_pem"`
-	MemberKeyPEM  string `json:"member_key_pem"`
-	CACertPEM     string `json:"ca_cert_pem"`
-	K3sServerURL  string `json:"k3s_server_url"`
-	K3sToken      string `json:"k3s_token"`
+	MemberCertPEM   string    `json:"member_cert_pem"`
+	CACertPEM       string    `json:"ca_cert_pem"`
+	Roles           []string  `json:"roles"`
+	K3sServerURL    string    `json:"k3s_server_url"`
+	K3sToken        string    `json:"k3s_token"`
+	K3sTokenExpires time.Time `json:"k3s_token_expires"`
 }
 
 // Member is a member of the cluster as the API shows it.
@@ -62,50 +74,84 @@ func memberFromRecord(r store.MemberRecord) Member {
 	return m
 }
 
-// JoinDeps is what HandleJoin needs from the daemon.
-type JoinDeps interface {
-	// VerifyToken checks name and secret against the stored token (see Verify).
-	VerifyToken(ctx context.Context, name, secret string) error
-	// IsMember reports whether name already is a member.
-	IsMember(ctx context.Context, name string) (bool, error)
-	// IssueMemberCert issues a member certificate and key for name.
-	IssueMemberCert(name string) (certPEM, keyPEM []byte, err error)
-	// CACertPEM is the cluster CA certificate.
-	CACertPEM() []byte
-	// K3sJoinInfo returns the k3s server URL and the node token an agent joins with.
-	K3sJoinInfo(ctx context.Context) (serverURL, token string, err error)
+// AgentCredential lets one node's k3s agent register with the cluster's Kubernetes for a
+// short time: a k3s bootstrap token, never the cluster's server or agent token.
+type AgentCredential struct {
+	ServerURL string
+	Token     string
+	Expires   time.Time
 }
 
-// ValidateJoinRequest checks the shape of req and returns its normalized roles; errors
-// wrap ErrInvalid (400).
-func ValidateJoinRequest(req JoinRequest) ([]string, error) {
+// JoinDeps is what HandleJoin needs from the daemon.
+type JoinDeps interface {
+	// VerifyToken checks name and secret against the stored token and returns the roles
+	// it gives (see Verify).
+	VerifyToken(ctx context.Context, name, secret string) ([]string, error)
+	// IsMember reports whether name already is a member.
+	IsMember(ctx context.Context, name string) (bool, error)
+	// IssueMemberCert issues member name's client certificate for pub.
+	IssueMemberCert(name string, pub crypto.PublicKey) (certPEM []byte, err error)
+	// CACertPEM is the cluster CA certificate.
+	CACertPEM() []byte
+	// AgentCredential issues the credential node name's k3s agent registers with.
+	AgentCredential(ctx context.Context, name string) (AgentCredential, error)
+}
+
+// ValidateJoinRequest checks the shape of req (pure); errors wrap ErrInvalid (400).
+// withCSR says whether a certificate request must come with it (the first step).
+func ValidateJoinRequest(req JoinRequest, withCSR bool) error {
 	if err := ValidateName(req.Name); err != nil {
-		return nil, errorf(ErrInvalid, "%w", err)
+		return errorf(ErrInvalid, "%w", err)
 	}
 	if req.Secret == "" {
-		return nil, errorf(ErrInvalid, "join request has no secret: send the secret from the join token")
-	}
-	roles, err := NormalizeRoles(req.Roles)
-	if err != nil {
-		return nil, errorf(ErrInvalid, "%w", err)
+		return errorf(ErrInvalid, "join request has no secret: send the secret from the join token")
 	}
 	if _, port, err := net.SplitHostPort(req.Address); err != nil || port == "" {
-		return nil, errorf(ErrInvalid, "join request address %q is not host:port of the joining node's API", req.Address)
+		return errorf(ErrInvalid, "join request address %q is not host:port of the joining node's API", req.Address)
 	}
-	return roles, nil
+	if withCSR && req.CSR == "" {
+		return errorf(ErrInvalid, "join request has no certificate request: send a PEM CSR for the member's key")
+	}
+	return nil
+}
+
+// ParseCSR decodes and checks a PEM certificate request (pure): one CERTIFICATE REQUEST
+// block of at most maxCSR bytes whose signature proves its key. It returns the key.
+func ParseCSR(csrPEM string) (crypto.PublicKey, error) {
+	if len(csrPEM) > maxCSR {
+		return nil, errorf(ErrInvalid, "certificate request is %d bytes, want at most %d", len(csrPEM), maxCSR)
+	}
+	b, _ := pem.Decode([]byte(csrPEM))
+	if b == nil || b.Type != "CERTIFICATE REQUEST" {
+		return nil, errorf(ErrInvalid, "certificate request is not a PEM CERTIFICATE REQUEST block")
+	}
+	csr, err := x509.ParseCertificateRequest(b.Bytes)
+	if err != nil {
+		return nil, errorf(ErrInvalid, "certificate request: %w", err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, errorf(ErrInvalid, "certificate request signature: %w", err)
+	}
+	return csr.PublicKey, nil
 }
 
 // HandleJoin answers a join request: the request is well formed, the token proves the
-// name, the name is not already a member; then the joiner gets a fresh member certificate,
-// the CA and the k3s join information. Nothing is stored, so a join that fails later can
-// retry with the same token; registration happens in HandleJoinComplete. Errors wrap
-// rest sentinels: 400 malformed, 401 unknown token or bad secret, 403 expired, revoked,
-// used or wrong name, 409 already a member, 503 Kubernetes not ready.
+// name, the name is not already a member; then the joiner gets its member certificate,
+// the CA, its roles and the credential for its k3s agent. Nothing is stored, so a join
+// that fails later can retry with the same token (each retry replaces the node's agent
+// credential); registration happens in HandleJoinComplete. Errors wrap rest sentinels:
+// 400 malformed, 401 a token the caller cannot prove, 403 expired, revoked, used or
+// another name's, 409 already a member, 503 Kubernetes not ready.
 func HandleJoin(ctx context.Context, deps JoinDeps, req JoinRequest) (JoinResponse, error) {
-	if _, err := ValidateJoinRequest(req); err != nil {
+	if err := ValidateJoinRequest(req, true); err != nil {
 		return JoinResponse{}, err
 	}
-	if err := deps.VerifyToken(ctx, req.Name, req.Secret); err != nil {
+	pub, err := ParseCSR(req.CSR)
+	if err != nil {
+		return JoinResponse{}, err
+	}
+	roles, err := deps.VerifyToken(ctx, req.Name, req.Secret)
+	if err != nil {
 		return JoinResponse{}, err
 	}
 	member, err := deps.IsMember(ctx, req.Name)
@@ -115,41 +161,57 @@ func HandleJoin(ctx context.Context, deps JoinDeps, req JoinRequest) (JoinRespon
 	if member {
 		return JoinResponse{}, alreadyMember(req.Name)
 	}
-	url, k3sToken, err := deps.K3sJoinInfo(ctx)
+	agent, err := deps.AgentCredential(ctx, req.Name)
 	if err != nil {
 		return JoinResponse{}, rest.Errorf(rest.ErrNotReady, "kubernetes cannot take a new node yet: %w", err)
 	}
-	certPEM, keyPEM, err := deps.IssueMemberCert(req.Name)
+	certPEM, err := deps.IssueMemberCert(req.Name, pub)
 	if err != nil {
 		return JoinResponse{}, err
 	}
 	return JoinResponse{
-		MemberCertPEM: string(certPEM),
-		MemberKeyPEM:  string(keyPEM),
-		CACertPEM:     string(deps.CACertPEM()),
-		K3sServerURL:  url,
-		K3sToken:      k3sToken,
+		MemberCertPEM:   string(certPEM),
+		CACertPEM:       string(deps.CACertPEM()),
+		Roles:           roles,
+		K3sServerURL:    agent.ServerURL,
+		K3sToken:        agent.Token,
+		K3sTokenExpires: agent.Expires,
 	}, nil
 }
 
-// K3sJoinInfoFunc supplies the k3s server URL and node token (the daemon's embedded k3s).
-type K3sJoinInfoFunc func(ctx context.Context) (serverURL, token string, err error)
+// AgentCredentialFunc issues node name's agent credential (the daemon's embedded k3s).
+type AgentCredentialFunc func(ctx context.Context, name string) (AgentCredential, error)
 
 // Service is the cluster's server side backed by the state database and the CA: it
 // implements JoinDeps and the API endpoints.
 type Service struct {
-	DB        *store.DB
-	CA        *CA
-	K3s       K3sJoinInfoFunc
-	Trust     *TrustSet        // reloaded after every trust change
-	Addresses func() []string  // this daemon's HTTPS addresses, for tokens
+	DB    *store.DB
+	CA    *CA
+	Agent AgentCredentialFunc
+	Trust *TrustSet // reloaded after every trust change
+	// Addresses are this daemon's HTTPS addresses, for tokens.
+	Addresses func() []string
 	Now       func() time.Time // nil: time.Now
+	// MemberCertLifetime is how long member certificates last (0: MemberCertLifetime).
+	// Members renew theirs over the API when half of it has passed.
+	MemberCertLifetime time.Duration
 	// NodeStates, when set, gives listings each member's Kubernetes node state.
 	NodeStates NodeStatesFunc
 	// Local, when set, describes this daemon as the first entry of listings (nil: none).
 	Local func() *Member
-	// RemoveNode, when set, takes a member's node out of Kubernetes before removal.
+	// RemoveNode, when set, takes a member's node out of Kubernetes before removal and
+	// makes sure a node of that name cannot register again with what it kept.
 	RemoveNode RemoveNodeFunc
+	// Admit, when set, runs once member name has completed its join: it gives its node
+	// the labels of roles and drops its agent credentials. An error fails the completion,
+	// which the joiner retries.
+	Admit func(ctx context.Context, name string, roles []string) error
+	// TokenIssued, when set, runs when a join token is issued for name (an operator's
+	// decision to let a node of that name in, again after a removal).
+	TokenIssued func(ctx context.Context, name string) error
+	// TokenDropped, when set, runs when the join token of name can no longer be used
+	// before its join completed (revoked): it drops the node's agent credentials.
+	TokenDropped func(ctx context.Context, name string) error
 
 	versions versions
 }
@@ -161,8 +223,15 @@ func (s *Service) now() time.Time {
 	return time.Now()
 }
 
+func (s *Service) memberCertLifetime() time.Duration {
+	if s.MemberCertLifetime > 0 {
+		return s.MemberCertLifetime
+	}
+	return MemberCertLifetime
+}
+
 // VerifyToken implements JoinDeps.
-func (s *Service) VerifyToken(ctx context.Context, name, secret string) error {
+func (s *Service) VerifyToken(ctx context.Context, name, secret string) ([]string, error) {
 	return Verify(ctx, s.DB, name, secret, s.now())
 }
 
@@ -176,30 +245,30 @@ func (s *Service) IsMember(ctx context.Context, name string) (bool, error) {
 }
 
 // IssueMemberCert implements JoinDeps.
-func (s *Service) IssueMemberCert(name string) (certPEM, keyPEM []byte, err error) {
-	return IssueMemberCert(s.CA, name)
+func (s *Service) IssueMemberCert(name string, pub crypto.PublicKey) ([]byte, error) {
+	return IssueMemberCert(s.CA, name, pub, s.now(), s.memberCertLifetime())
 }
 
 // CACertPEM implements JoinDeps.
 func (s *Service) CACertPEM() []byte { return s.CA.CertPEM }
 
-// K3sJoinInfo implements JoinDeps.
-func (s *Service) K3sJoinInfo(ctx context.Context) (string, string, error) {
-	if s.K3s == nil {
-		return "", "", errors.New("no kubernetes server in this daemon")
+// AgentCredential implements JoinDeps.
+func (s *Service) AgentCredential(ctx context.Context, name string) (AgentCredential, error) {
+	if s.Agent == nil {
+		return AgentCredential{}, errors.New("no kubernetes server in this daemon")
 	}
-	return s.K3s(ctx)
+	return s.Agent(ctx, name)
 }
 
 // HandleJoinComplete registers the joiner once its k3s agent has joined. The request
 // repeats the join request and arrives over TLS presenting the member certificate from
 // HandleJoin (peer), which must be signed by the cluster CA for client use and name
 // req.Name. In one transaction the token is consumed, the member recorded and its
-// certificate trusted. Repeating a completion that already succeeded with the same
-// certificate returns the member again, so a joiner that lost the answer can retry.
+// certificate trusted; then Admit labels its node. Repeating a completion that already
+// succeeded with the same certificate admits and returns the member again, so a joiner
+// that lost the answer (or whose admission failed) can retry.
 func (s *Service) HandleJoinComplete(ctx context.Context, req JoinRequest, peer *x509.Certificate) (Member, error) {
-	roles, err := ValidateJoinRequest(req)
-	if err != nil {
+	if err := ValidateJoinRequest(req, false); err != nil {
 		return Member{}, err
 	}
 	if peer == nil {
@@ -209,13 +278,16 @@ func (s *Service) HandleJoinComplete(ctx context.Context, req JoinRequest, peer 
 		return Member{}, err
 	}
 	fp := Fingerprint(peer)
-	if err := s.VerifyToken(ctx, req.Name, req.Secret); err != nil {
-		if errors.Is(err, ErrTokenConsumed) {
-			if m, merr := s.DB.GetMember(ctx, req.Name); merr == nil && m.Fingerprint == fp {
-				return memberFromRecord(m), nil
-			}
+	roles, err := s.VerifyToken(ctx, req.Name, req.Secret)
+	if err != nil {
+		if !errors.Is(err, ErrTokenConsumed) {
+			return Member{}, err
 		}
-		return Member{}, err
+		m, merr := s.DB.GetMember(ctx, req.Name)
+		if merr != nil || m.Fingerprint != fp {
+			return Member{}, err
+		}
+		return s.admit(ctx, m)
 	}
 	now := s.now()
 	rec := store.MemberRecord{Name: req.Name, Address: req.Address, Fingerprint: fp, Roles: roles, JoinedAt: now}
@@ -225,14 +297,24 @@ func (s *Service) HandleJoinComplete(ctx context.Context, req JoinRequest, peer 
 		case errors.Is(err, store.ErrExists):
 			return Member{}, errorf(ErrAlreadyMember, "%s or its certificate is already registered: remove it first (osd cluster remove %s)", req.Name, req.Name)
 		case errors.Is(err, store.ErrNotFound):
-			return Member{}, errorf(ErrTokenUnknown, "the join token for %s was used or revoked meanwhile", req.Name)
+			return Member{}, errorf(ErrTokenConsumed, "the join token for %s was used or revoked meanwhile: issue a new one (osd cluster add %s)", req.Name, req.Name)
 		}
 		return Member{}, err
 	}
 	if err := s.reloadTrust(ctx); err != nil {
 		return Member{}, err
 	}
-	return memberFromRecord(rec), nil
+	return s.admit(ctx, rec)
+}
+
+// admit runs Admit for a registered member and returns it.
+func (s *Service) admit(ctx context.Context, m store.MemberRecord) (Member, error) {
+	if s.Admit != nil {
+		if err := s.Admit(ctx, m.Name, m.Roles); err != nil {
+			return Member{}, rest.Errorf(rest.ErrNotReady, "%s is registered, but its node could not be admitted yet (retry): %w", m.Name, err)
+		}
+	}
+	return memberFromRecord(m), nil
 }
 
 // checkMemberCert verifies that cert was issued by the cluster CA to name for client use.

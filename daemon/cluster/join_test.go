@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/osdcloud/osd/daemon/rest"
 )
@@ -15,29 +18,43 @@ import (
 type fakeJoinDeps struct {
 	verifyErr error
 	member    bool
-	k3sErr    error
+	agentErr  error
 	issued    []string
+	agents    []string
 }
 
-func (f *fakeJoinDeps) VerifyToken(context.Context, string, string) error { return f.verifyErr }
-func (f *fakeJoinDeps) IsMember(context.Context, string) (bool, error)    { return f.member, nil }
-func (f *fakeJoinDeps) IssueMemberCert(name string) ([]byte, []byte, error) {
+func (f *fakeJoinDeps) VerifyToken(context.Context, string, string) ([]string, error) {
+	return []string{"compute", "network"}, f.verifyErr
+}
+func (f *fakeJoinDeps) IsMember(context.Context, string) (bool, error) { return f.member, nil }
+func (f *fakeJoinDeps) IssueMemberCert(name string, pub crypto.PublicKey) ([]byte, error) {
 	f.issued = append(f.issued, name)
-	return []byte("CERT " + name), []byte("KEY"), nil
+	return []byte("CERT " + name), nil
 }
 func (f *fakeJoinDeps) CACertPEM() []byte { return []byte("CA") }
-func (f *fakeJoinDeps) K3sJoinInfo(context.Context) (string, string, error) {
-	return "https://10.0.0.1:6443", "K10::node-token", f.k3sErr
+func (f *fakeJoinDeps) AgentCredential(_ context.Context, name string) (AgentCredential, error) {
+	f.agents = append(f.agents, name)
+	return AgentCredential{ServerURL: "https://10.0.0.1:6443", Token: "K10abc::id1234.secret", Expires: t0}, f.agentErr
+}
+
+func mustCSR(t testing.TB, name string) string {
+	t.Helper()
+	k, err := NewMemberKey(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.CSRPEM
 }
 
 func TestHandleJoin(t *testing.T) {
-	ok := JoinRequest{Name: "node2", Secret: "s", Roles: []string{"compute", "network"}, Address: "10.0.0.2:7443"}
+	csr := mustCSR(t, "node2")
+	ok := JoinRequest{Name: "node2", Secret: "s", Address: "10.0.0.2:7443", CSR: csr}
 	with := func(f func(r *JoinRequest)) JoinRequest {
 		r := ok
-		r.Roles = append([]string(nil), ok.Roles...)
 		f(&r)
 		return r
 	}
+	tampered := strings.Replace(csr, csr[100:110], "AAAAAAAAAA", 1)
 	cases := []struct {
 		name    string
 		req     JoinRequest
@@ -46,19 +63,20 @@ func TestHandleJoin(t *testing.T) {
 		wantMsg string
 	}{
 		{name: "ok", req: ok, status: http.StatusOK},
-		{name: "no roles means compute", req: with(func(r *JoinRequest) { r.Roles = nil }), status: http.StatusOK},
 		{name: "bad name", req: with(func(r *JoinRequest) { r.Name = "node 2" }), status: http.StatusBadRequest, wantMsg: "member name"},
 		{name: "no secret", req: with(func(r *JoinRequest) { r.Secret = "" }), status: http.StatusBadRequest, wantMsg: "no secret"},
-		{name: "bad role", req: with(func(r *JoinRequest) { r.Roles = []string{"gpu"} }), status: http.StatusBadRequest, wantMsg: `unknown role "gpu"`},
 		{name: "bad address", req: with(func(r *JoinRequest) { r.Address = "10.0.0.2" }), status: http.StatusBadRequest, wantMsg: "not host:port"},
-		{name: "bad secret", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenSecret, "nope")}, status: http.StatusUnauthorized, wantMsg: "nope"},
-		{name: "unknown token", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenUnknown, "none")}, status: http.StatusUnauthorized},
+		{name: "no CSR", req: with(func(r *JoinRequest) { r.CSR = "" }), status: http.StatusBadRequest, wantMsg: "no certificate request"},
+		{name: "CSR not PEM", req: with(func(r *JoinRequest) { r.CSR = "hello" }), status: http.StatusBadRequest, wantMsg: "not a PEM CERTIFICATE REQUEST"},
+		{name: "CSR tampered", req: with(func(r *JoinRequest) { r.CSR = tampered }), status: http.StatusBadRequest, wantMsg: "certificate request"},
+		{name: "CSR too big", req: with(func(r *JoinRequest) { r.CSR = strings.Repeat("A", maxCSR+1) }), status: http.StatusBadRequest, wantMsg: "at most"},
+		{name: "invalid token", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenInvalid, "nope")}, status: http.StatusUnauthorized, wantMsg: "nope"},
 		{name: "expired", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenExpired, "late")}, status: http.StatusForbidden},
 		{name: "revoked", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenRevoked, "gone")}, status: http.StatusForbidden},
 		{name: "consumed", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenConsumed, "used")}, status: http.StatusForbidden},
 		{name: "wrong name", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenWrongName, "other")}, status: http.StatusForbidden},
 		{name: "already a member", req: ok, deps: fakeJoinDeps{member: true}, status: http.StatusConflict, wantMsg: "already a member"},
-		{name: "k3s not ready", req: ok, deps: fakeJoinDeps{k3sErr: errors.New("no node token yet")}, status: http.StatusServiceUnavailable, wantMsg: "no node token yet"},
+		{name: "k3s not ready", req: ok, deps: fakeJoinDeps{agentErr: errors.New("no server CA yet")}, status: http.StatusServiceUnavailable, wantMsg: "no server CA yet"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,13 +92,44 @@ func TestHandleJoin(t *testing.T) {
 				if len(deps.issued) != 0 {
 					t.Errorf("HandleJoin() refused but issued certificates for %v, want none", deps.issued)
 				}
+				if c.status != http.StatusServiceUnavailable && len(deps.agents) != 0 {
+					t.Errorf("HandleJoin() refused but issued agent credentials for %v, want none", deps.agents)
+				}
 				return
 			}
-			want := JoinResponse{MemberCertPEM: "CERT node2", MemberKeyPEM: "KEY", CACertPEM: "CA",
-				K3sServerURL: "https://10.0.0.1:6443", K3sToken: "K10::node-token"}
-			if resp != want {
+			want := JoinResponse{MemberCertPEM: "CERT node2", CACertPEM: "CA", Roles: []string{"compute", "network"},
+				K3sServerURL: "https://10.0.0.1:6443", K3sToken: "K10abc::id1234.secret", K3sTokenExpires: t0}
+			if !slices.Equal(resp.Roles, want.Roles) || resp.MemberCertPEM != want.MemberCertPEM || resp.CACertPEM != want.CACertPEM ||
+				resp.K3sServerURL != want.K3sServerURL || resp.K3sToken != want.K3sToken || !resp.K3sTokenExpires.Equal(want.K3sTokenExpires) {
 				t.Errorf("HandleJoin() = %+v, want %+v", resp, want)
 			}
 		})
+	}
+}
+
+func TestMemberCertDue(t *testing.T) {
+	ca := mustCA(t)
+	now := time.Now()
+	k, _ := NewMemberKey("node2")
+	for _, c := range []struct {
+		at   time.Duration // after issue
+		life time.Duration
+		due  bool
+	}{
+		{0, 2 * time.Minute, false},
+		{50 * time.Second, 2 * time.Minute, false},
+		{70 * time.Second, 2 * time.Minute, true},
+		{3 * time.Minute, 2 * time.Minute, true},
+		{100 * 24 * time.Hour, MemberCertLifetime, false},
+		{200 * 24 * time.Hour, MemberCertLifetime, true},
+	} {
+		certPEM, err := IssueMemberCert(ca, "node2", &k.Key.PublicKey, now, c.life)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, _ := ParseCertPEM(certPEM)
+		if got := MemberCertDue(cert, now.Add(c.at)); got != c.due {
+			t.Errorf("MemberCertDue(%s-certificate, %s after issue) = %v, want %v", c.life, c.at, got, c.due)
+		}
 	}
 }

@@ -12,53 +12,36 @@ import (
 )
 
 // RequestJoin is the joining node's first step: it tries each address of tok in turn,
-// pinning the cluster CA before sending anything, and asks for its credentials with
-// req (whose Name and Secret should come from tok). It moves to the next address only
-// when one cannot be reached or fails the pin; an answer from a genuine member (such as
-// "token expired") ends the attempt. It returns the answer and the address that gave it.
+// pinning the cluster CA (and checking the address's name) before sending anything, and
+// asks for its credentials with req (whose Name and Secret come from tok, CSR from the
+// node's new key). It moves to the next address only when one cannot be reached or fails
+// the pin; an answer from a genuine member (such as "token expired") ends the attempt. It
+// returns the answer and the address that gave it.
 func RequestJoin(ctx context.Context, tok Token, req JoinRequest) (JoinResponse, string, error) {
 	var resp JoinResponse
-	addr, err := eachAddress(ctx, tok, nil, func(c *client.Client) error {
+	addr, err := eachAddress(ctx, tok.Fingerprint, tok.Addresses, nil, func(c *client.Client) error {
 		return c.Query(ctx, http.MethodPost, "cluster/join", req, &resp)
 	})
 	return resp, addr, err
 }
 
-// CompleteJoin is the joining node's last step, once its k3s agent has joined: it
-// registers with the member at addr, presenting the member certificate from RequestJoin.
-// It is safe to repeat after a lost answer.
-func CompleteJoin(ctx context.Context, tok Token, addr string, creds JoinResponse, req JoinRequest) (Member, error) {
-	pair, err := tls.X509KeyPair([]byte(creds.MemberCertPEM), []byte(creds.MemberKeyPEM))
-	if err != nil {
-		return Member{}, fmt.Errorf("load member certificate: %w", err)
-	}
-	return CompleteJoinWith(ctx, tok, addr, pair, req)
-}
-
-// CompleteJoinWith is CompleteJoin with the member certificate already loaded (as
-// LoadMemberIdentity returns it).
-func CompleteJoinWith(ctx context.Context, tok Token, addr string, cert tls.Certificate, req JoinRequest) (Member, error) {
+// CompleteJoinWith is the joining node's last step, once its k3s agent has joined: it
+// registers with the member at addr (pinning the CA fingerprint pin), presenting its
+// member certificate. It is safe to repeat after a lost answer.
+func CompleteJoinWith(ctx context.Context, pin, addr string, cert tls.Certificate, req JoinRequest) (Member, error) {
 	var m Member
-	one := tok
-	one.Addresses = []string{addr}
-	_, err := eachAddress(ctx, one, &cert, func(c *client.Client) error {
+	_, err := eachAddress(ctx, pin, []string{addr}, &cert, func(c *client.Client) error {
 		return c.Query(ctx, http.MethodPost, "cluster/join/complete", req, &m)
 	})
 	return m, err
 }
 
 // eachAddress runs call against each address until one answers.
-func eachAddress(ctx context.Context, tok Token, cert *tls.Certificate, call func(*client.Client) error) (string, error) {
-	cfg, err := ClientTLSConfig(tok.Fingerprint, cert)
-	if err != nil {
-		return "", err
-	}
-	hc := NewHTTPClient(cfg)
-	defer hc.CloseIdleConnections()
+func eachAddress(ctx context.Context, pin string, addrs []string, cert *tls.Certificate, call func(*client.Client) error) (string, error) {
 	var failures []string
 	var errs []error
-	for _, addr := range tok.Addresses {
-		err := call(client.New("https://"+addr, hc))
+	for _, addr := range addrs {
+		err := callAddress(pin, addr, cert, call)
 		var apiErr *client.Error
 		switch {
 		case err == nil:
@@ -73,6 +56,16 @@ func eachAddress(ctx context.Context, tok Token, cert *tls.Certificate, call fun
 		msg:  "no cluster address in the join token answered: " + strings.Join(failures, "; "),
 		errs: errs,
 	}
+}
+
+func callAddress(pin, addr string, cert *tls.Certificate, call func(*client.Client) error) error {
+	cfg, err := ClientTLSConfigFor(pin, addr, cert)
+	if err != nil {
+		return err
+	}
+	hc := NewHTTPClient(cfg)
+	defer hc.CloseIdleConnections()
+	return call(client.New("https://"+addr, hc))
 }
 
 // addressesError reports every address's failure and matches each (errors.Is).

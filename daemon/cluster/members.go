@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/rest"
@@ -126,27 +128,23 @@ func (s *Service) deleteMember(r *http.Request) rest.Response {
 	return rest.EmptySyncResponse
 }
 
-// SendHeartbeat tells the member at addr that this member (name, holding id) is alive
-// and runs version. An answer of 403 or 404 means this node is no longer a member
-// (errors.Is(err, ErrRemoved)).
+// SendHeartbeat tells the cluster at addr that this member (name, holding id) is alive
+// and runs version. Only an explicit answer that this member was removed (410 Gone) means
+// it is no longer one (errors.Is(err, ErrRemoved)); any other refusal, such as 403 for a
+// certificate that expired while the node was off, is an error to report and retry.
 func SendHeartbeat(ctx context.Context, id *MemberIdentity, addr, name, version string) error {
-	cfg, err := ClientTLSConfig(Fingerprint(id.CA), &id.Cert)
-	if err != nil {
-		return err
-	}
-	hc := NewHTTPClient(cfg)
-	defer hc.CloseIdleConnections()
-	c := client.New("https://"+addr, hc)
-	err = c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/heartbeat", HeartbeatRequest{Version: version}, nil)
+	err := callAddress(Fingerprint(id.CA), addr, &id.Cert, func(c *client.Client) error {
+		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/heartbeat", HeartbeatRequest{Version: version}, nil)
+	})
 	var apiErr *client.Error
-	if errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusForbidden || apiErr.StatusCode == http.StatusNotFound) {
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusGone {
 		return &removedErr{msg: apiErr.Message}
 	}
 	return err
 }
 
-// ErrRemoved is matched (errors.Is) by a heartbeat the cluster refused because this node
-// is no longer a member.
+// ErrRemoved is matched (errors.Is) by a heartbeat the cluster answered with an explicit
+// "this member was removed".
 var ErrRemoved = errors.New("this node is no longer a member of the cluster")
 
 type removedErr struct{ msg string }
@@ -155,3 +153,33 @@ func (e *removedErr) Error() string {
 	return ErrRemoved.Error() + ": " + strings.TrimSpace(e.msg)
 }
 func (e *removedErr) Unwrap() error { return ErrRemoved }
+
+// RenewRequest is the body of POST /1.0/cluster/members/{name}/certificate.
+type RenewRequest struct {
+	CSR string `json:"csr"` // PEM certificate request for the member's new key
+}
+
+// RenewResponse is its answer: the new member certificate.
+type RenewResponse struct {
+	CertificatePEM string    `json:"certificate_pem"`
+	Expires        time.Time `json:"expires"`
+}
+
+// RenewMemberCert asks the cluster at addr for a new certificate for member name (holding
+// id) and a key made here, and stores it under dir in place of the old one. The cluster
+// keeps trusting the old certificate until the new one is first used, so a renewal whose
+// answer was lost, or not saved, is simply asked for again.
+func RenewMemberCert(ctx context.Context, dir string, id *MemberIdentity, addr, name string) (*MemberIdentity, error) {
+	key, err := NewMemberKey(name)
+	if err != nil {
+		return nil, err
+	}
+	var resp RenewResponse
+	err = callAddress(Fingerprint(id.CA), addr, &id.Cert, func(c *client.Client) error {
+		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/certificate", RenewRequest{CSR: key.CSRPEM}, &resp)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renew the member certificate of %s: %w", name, err)
+	}
+	return SaveMemberIdentity(dir, Fingerprint(id.CA), string(pemCert(id.CA)), resp.CertificatePEM, key.Key)
+}

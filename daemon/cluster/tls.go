@@ -5,10 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
-
-	"github.com/osdcloud/osd/daemon/rest"
 )
 
 // ServerTLSConfig is the HTTPS listener's configuration: TLS 1.3 only, serverCert (with
@@ -25,58 +24,29 @@ func ServerTLSConfig(serverCert tls.Certificate) *tls.Config {
 	}
 }
 
-// Authorizer returns the rest authorizer of the HTTPS API: actions that allow untrusted
-// callers pass; others need a client certificate (else 401) that is valid now and whose
-// fingerprint trusted accepts (else 403). Members are trusted through the fingerprint of
-// their member certificate, so removing a member revokes its access even though the
-// cluster CA signed its certificate.
-func Authorizer(trusted func(fingerprint string) bool) rest.Authorizer {
-	return func(r *http.Request, untrustedAllowed bool) error {
-		if untrustedAllowed {
-			return nil
-		}
-		if r.TLS == nil {
-			return rest.Errorf(rest.ErrUnauthorized, "the remote API requires TLS with a client certificate")
-		}
-		if len(r.TLS.PeerCertificates) == 0 {
-			return rest.Errorf(rest.ErrUnauthorized, "a client certificate is required: trust yours on a member with `osd trust add CERT` and present it")
-		}
-		return checkClientCert(r.TLS.PeerCertificates[0], trusted, time.Now())
-	}
-}
-
-// checkClientCert is the trust decision for one verified-possession client certificate.
-func checkClientCert(cert *x509.Certificate, trusted func(string) bool, now time.Time) error {
-	fp := Fingerprint(cert)
-	if now.Before(cert.NotBefore) || now.After(cert.NotAfter) {
-		return rest.Errorf(rest.ErrForbidden, "client certificate %s is not valid now (valid %s to %s)",
-			fp, cert.NotBefore.Format(time.RFC3339), cert.NotAfter.Format(time.RFC3339))
-	}
-	if !trusted(fp) {
-		return rest.Errorf(rest.ErrForbidden, "client certificate %s is not trusted: add it on a member with `osd trust add CERT`", fp)
-	}
-	return nil
-}
-
 // ErrPinMismatch is returned (wrapped) when a server does not present the pinned CA.
 var ErrPinMismatch = errors.New("server certificate does not match the pinned cluster fingerprint")
 
-// ClientTLSConfig is the configuration for talking to a member: the server must present
-// a chain holding the CA certificate whose fingerprint is pin (64 hex digits), and its
-// leaf must be signed by that CA for server use. System roots play no part. The check runs
-// inside the handshake, before the client sends its certificate or any request.
+// ClientTLSConfig is the configuration for talking to the cluster at host (the host part
+// of the address dialled: a name or an IP address): the server must present a chain
+// holding the CA certificate whose fingerprint is pin (64 hex digits), and its leaf must be
+// signed by that CA for server use and name host. System roots play no part. The check
+// runs inside the handshake, before the client sends its certificate or any request.
 // clientCert, if not nil, is presented when the server asks.
-func ClientTLSConfig(pin string, clientCert *tls.Certificate) (*tls.Config, error) {
+func ClientTLSConfig(pin, host string, clientCert *tls.Certificate) (*tls.Config, error) {
 	if err := ValidateFingerprint(pin); err != nil {
 		return nil, fmt.Errorf("pinned cluster %w", err)
+	}
+	if host == "" {
+		return nil, errors.New("the cluster's host name or address is needed to check its certificate")
 	}
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		NextProtos: []string{"http/1.1"},
-		// Verification is ours (VerifyConnection): pinned CA, no system roots, no names.
+		// Verification is ours (VerifyConnection): pinned CA, no system roots.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyPinned(cs.PeerCertificates, pin, time.Now())
+			return verifyPinned(cs.PeerCertificates, pin, host, time.Now())
 		},
 	}
 	if clientCert != nil {
@@ -86,8 +56,17 @@ func ClientTLSConfig(pin string, clientCert *tls.Certificate) (*tls.Config, erro
 	return cfg, nil
 }
 
-// verifyPinned checks a presented chain against the pinned CA fingerprint.
-func verifyPinned(chain []*x509.Certificate, pin string, now time.Time) error {
+// ClientTLSConfigFor is ClientTLSConfig for the host of addr (host:port).
+func ClientTLSConfigFor(pin, addr string, clientCert *tls.Certificate) (*tls.Config, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster address %q is not host:port", addr)
+	}
+	return ClientTLSConfig(pin, host, clientCert)
+}
+
+// verifyPinned checks a presented chain against the pinned CA fingerprint and host.
+func verifyPinned(chain []*x509.Certificate, pin, host string, now time.Time) error {
 	if len(chain) == 0 {
 		return fmt.Errorf("%w: the server presented no certificate", ErrPinMismatch)
 	}
@@ -111,10 +90,11 @@ func verifyPinned(chain []*x509.Certificate, pin string, now time.Time) error {
 	_, err := chain[0].Verify(x509.VerifyOptions{
 		Roots:       roots,
 		CurrentTime: now,
+		DNSName:     host,
 		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
-		return fmt.Errorf("%w: the server certificate is not valid under the pinned CA: %w", ErrPinMismatch, err)
+		return fmt.Errorf("%w: the server certificate is not valid for %s under the pinned CA: %w", ErrPinMismatch, host, err)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ const (
 // TokenInfo describes an issued token without its secret (which is never stored).
 type TokenInfo struct {
 	Name      string    `json:"name"`
+	Roles     []string  `json:"roles"`
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -40,12 +41,23 @@ func hashSecret(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Issue creates a join token for name valid for ttl (DefaultTokenTTL if zero) pointing
-// at addresses (host:port of this cluster's HTTPS API) and pinning the CA fingerprint.
-// Only a hash of the secret is stored. It refuses a name that is already a member or
-// that holds a live token.
-func Issue(ctx context.Context, db *store.DB, name string, ttl time.Duration, addresses []string, fingerprint string, now time.Time) (Token, error) {
+// DefaultJoinRoles are the roles of a joining node when its token names none.
+var DefaultJoinRoles = []string{RoleCompute, RoleNetwork}
+
+// Issue creates a join token for name, whose node will have roles (DefaultJoinRoles if
+// none), valid for ttl (DefaultTokenTTL if zero), pointing at addresses (host:port of this
+// cluster's HTTPS API) and pinning the CA fingerprint. Only a hash of the secret is
+// stored, with the roles: the joining node cannot choose its own. It refuses a name that
+// is already a member or that holds a live token.
+func Issue(ctx context.Context, db *store.DB, name string, roles []string, ttl time.Duration, addresses []string, fingerprint string, now time.Time) (Token, error) {
 	if err := ValidateName(name); err != nil {
+		return Token{}, errorf(ErrInvalid, "%w", err)
+	}
+	if len(roles) == 0 {
+		roles = DefaultJoinRoles
+	}
+	roles, err := NormalizeRoles(roles)
+	if err != nil {
 		return Token{}, errorf(ErrInvalid, "%w", err)
 	}
 	if ttl == 0 {
@@ -86,7 +98,7 @@ func Issue(ctx context.Context, db *store.DB, name string, ttl time.Duration, ad
 		Addresses:   append([]string(nil), addresses...),
 		Expires:     now.Add(ttl).UTC().Truncate(time.Second),
 	}
-	rec := store.TokenRecord{Name: name, SecretHash: hashSecret(secret), CreatedAt: now, ExpiresAt: tok.Expires}
+	rec := store.TokenRecord{Name: name, SecretHash: hashSecret(secret), Roles: roles, CreatedAt: now, ExpiresAt: tok.Expires}
 	if err := db.InsertToken(ctx, rec); errors.Is(err, store.ErrExists) {
 		// Lost a race with another Issue or a join: say which.
 		if _, merr := db.GetMember(ctx, name); merr == nil {
@@ -115,9 +127,18 @@ func ListTokens(ctx context.Context, db *store.DB, now time.Time) ([]TokenInfo, 
 	}
 	out := make([]TokenInfo, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, TokenInfo{Name: r.Name, State: tokenState(r, now), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt})
+		out = append(out, TokenInfo{Name: r.Name, Roles: tokenRoles(r), State: tokenState(r, now), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt})
 	}
 	return out, nil
+}
+
+// tokenRoles are the roles a token gives its node (tokens issued before roles were
+// recorded give the default roles).
+func tokenRoles(r store.TokenRecord) []string {
+	if len(r.Roles) == 0 {
+		return append([]string(nil), DefaultJoinRoles...)
+	}
+	return r.Roles
 }
 
 // tokenState names a token's state at now; revocation and use win over expiry.
@@ -151,35 +172,40 @@ func PurgeExpired(ctx context.Context, db *store.DB, now time.Time) (int, error)
 }
 
 // Verify checks that secret proves the token issued for name and that the token is
-// still usable at now. It does not consume the token (see Consume). The secret is
-// compared by hash in constant time. Each refusal wraps a distinct sentinel
-// (ErrTokenUnknown, ErrTokenSecret, ErrTokenWrongName, ErrTokenExpired, ErrTokenRevoked,
-// ErrTokenConsumed) and says what to do.
-func Verify(ctx context.Context, db *store.DB, name, secret string, now time.Time) error {
+// still usable at now, and returns the roles it gives. It does not consume the token (see
+// Consume). The secret is compared by hash in constant time. A caller that does not hold
+// a valid secret learns nothing: an unknown name, a wrong secret and a purged token get
+// the same answer (ErrTokenInvalid), so names cannot be probed. A caller that proves the
+// secret is told exactly what is wrong (ErrTokenWrongName, ErrTokenExpired,
+// ErrTokenRevoked, ErrTokenConsumed) and what to do.
+func Verify(ctx context.Context, db *store.DB, name, secret string, now time.Time) ([]string, error) {
 	h := hashSecret(secret)
-	rec, err := db.GetToken(ctx, name)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+	all, err := db.ListTokens(ctx)
+	if err != nil {
+		return nil, err
 	}
-	found := err == nil
-	if found && hashEqual(rec.SecretHash, h) {
-		return tokenUsable(rec, now)
-	}
-	// The secret may belong to a token issued under another name.
-	all, lerr := db.ListTokens(ctx)
-	if lerr != nil {
-		return lerr
-	}
-	for _, other := range all {
-		if other.Name != name && hashEqual(other.SecretHash, h) {
-			return errorf(ErrTokenWrongName, "this join token was issued for %s, not %s: join as %s or issue a token for %s (osd cluster add %s)",
-				other.Name, name, other.Name, name, name)
+	// Every record is compared, whatever matches, so the time taken does not say
+	// whether name has a token.
+	var match *store.TokenRecord
+	var other string
+	for i := range all {
+		if !hashEqual(all[i].SecretHash, h) {
+			continue
+		}
+		if all[i].Name == name {
+			match = &all[i]
+		} else {
+			other = all[i].Name
 		}
 	}
-	if !found {
-		return errorf(ErrTokenUnknown, "no join token was issued for %s (or it expired and was purged): issue one with: osd cluster add %s", name, name)
+	switch {
+	case match != nil:
+		return tokenRoles(*match), tokenUsable(*match, now)
+	case other != "":
+		return nil, errorf(ErrTokenWrongName, "this join token was issued for %s, not %s: join as %s or issue a token for %s (osd cluster add %s)",
+			other, name, other, name, name)
 	}
-	return errorf(ErrTokenSecret, "the join token secret for %s does not match: the token is forged, mistyped or was replaced by a newer one (osd cluster add %s)", name, name)
+	return nil, errorf(ErrTokenInvalid, "the join token for %s is not valid: it was mistyped, replaced by a newer one, or expired and was purged; issue a new one on a member (osd cluster add %s)", name, name)
 }
 
 func tokenUsable(rec store.TokenRecord, now time.Time) error {

@@ -28,7 +28,7 @@ func newDB(t testing.TB) *store.DB {
 
 func issueToken(t *testing.T, db *store.DB, name string, now time.Time) Token {
 	t.Helper()
-	tok, err := Issue(context.Background(), db, name, time.Hour, []string{"127.0.0.1:7443"}, testFP, now)
+	tok, err := Issue(context.Background(), db, name, nil, time.Hour, []string{"127.0.0.1:7443"}, testFP, now)
 	if err != nil {
 		t.Fatalf("Issue(%s) = %v, want nil", name, err)
 	}
@@ -49,6 +49,9 @@ func TestIssue(t *testing.T) {
 	if rec.SecretHash == tok.Secret || rec.SecretHash != hashSecret(tok.Secret) {
 		t.Errorf("stored secret = %q, want only sha256(secret)", rec.SecretHash)
 	}
+	if strings.Join(rec.Roles, ",") != "compute,network" {
+		t.Errorf("stored roles = %v, want the default compute,network", rec.Roles)
+	}
 	other := issueToken(t, db, "node3", t0)
 	if other.Secret == tok.Secret {
 		t.Error("two tokens share a secret, want fresh random secrets")
@@ -60,6 +63,7 @@ func TestIssue(t *testing.T) {
 	cases := []struct {
 		name    string
 		member  string
+		roles   []string
 		ttl     time.Duration
 		addrs   []string
 		fp      string
@@ -67,27 +71,31 @@ func TestIssue(t *testing.T) {
 		want    error
 		wantMsg string
 	}{
-		{"live token exists", "node2", time.Hour, []string{"a:1"}, testFP, t0.Add(time.Minute), ErrTokenExists,
+		{"live token exists", "node2", nil, time.Hour, []string{"a:1"}, testFP, t0.Add(time.Minute), ErrTokenExists,
 			"a join token for node2 already exists: revoke it first (osd cluster revoke node2)"},
-		{"already a member", "node9", time.Hour, []string{"a:1"}, testFP, t0, ErrAlreadyMember,
+		{"already a member", "node9", nil, time.Hour, []string{"a:1"}, testFP, t0, ErrAlreadyMember,
 			"node9 is already a member of the cluster: remove it first (osd cluster remove node9)"},
-		{"bad name", "Node2", time.Hour, []string{"a:1"}, testFP, t0, ErrInvalid, "member name"},
-		{"ttl too short", "node4", time.Second, []string{"a:1"}, testFP, t0, ErrInvalid, "out of range"},
-		{"no address", "node4", time.Hour, nil, testFP, t0, ErrInvalid, "no cluster address"},
-		{"bad address", "node4", time.Hour, []string{"a"}, testFP, t0, ErrInvalid, "not host:port"},
-		{"bad fingerprint", "node4", time.Hour, []string{"a:1"}, "xyz", t0, ErrInvalid, "fingerprint"},
+		{"bad name", "Node2", nil, time.Hour, []string{"a:1"}, testFP, t0, ErrInvalid, "member name"},
+		{"bad role", "node4", []string{"gpu"}, time.Hour, []string{"a:1"}, testFP, t0, ErrInvalid, `unknown role "gpu"`},
+		{"ttl too short", "node4", nil, time.Second, []string{"a:1"}, testFP, t0, ErrInvalid, "out of range"},
+		{"no address", "node4", nil, time.Hour, nil, testFP, t0, ErrInvalid, "no cluster address"},
+		{"bad address", "node4", nil, time.Hour, []string{"a"}, testFP, t0, ErrInvalid, "not host:port"},
+		{"bad fingerprint", "node4", nil, time.Hour, []string{"a:1"}, "xyz", t0, ErrInvalid, "fingerprint"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Issue(ctx, db, c.member, c.ttl, c.addrs, c.fp, c.now)
+			_, err := Issue(ctx, db, c.member, c.roles, c.ttl, c.addrs, c.fp, c.now)
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.wantMsg) {
 				t.Errorf("Issue(%s) = %v, want %v containing %q", c.member, err, c.want, c.wantMsg)
 			}
 		})
 	}
 	// Once expired, the name can get a new token.
-	if _, err := Issue(ctx, db, "node2", 0, []string{"a:1"}, testFP, t0.Add(61*time.Minute)); err != nil {
+	if _, err := Issue(ctx, db, "node2", []string{"storage", "control"}, 0, []string{"a:1"}, testFP, t0.Add(61*time.Minute)); err != nil {
 		t.Errorf("Issue(node2) after expiry = %v, want nil", err)
+	}
+	if rec, _ := db.GetToken(ctx, "node2"); strings.Join(rec.Roles, ",") != "control,storage" {
+		t.Errorf("roles of the new token = %v, want control,storage", rec.Roles)
 	}
 }
 
@@ -107,10 +115,12 @@ func TestVerify(t *testing.T) {
 		{name: "valid", now: t0.Add(time.Minute)},
 		{name: "valid until the last millisecond", now: t0.Add(time.Hour - time.Millisecond)},
 		{name: "expired", now: t0.Add(time.Hour), want: ErrTokenExpired, status: http.StatusForbidden, wantMsg: "expired at 2026-11-21T13:00:00Z"},
+		// A caller without the secret learns nothing: forged secret, unknown name and a
+		// purged token get one answer.
 		{name: "forged secret", secret: func(Token) string { s, _ := newSecret(); return s }, now: t0,
-			want: ErrTokenSecret, status: http.StatusUnauthorized, wantMsg: "does not match"},
+			want: ErrTokenInvalid, status: http.StatusUnauthorized, wantMsg: "the join token for node2 is not valid: it was mistyped, replaced by a newer one, or expired and was purged"},
 		{name: "unknown name", member: "node7", secret: func(Token) string { return "x" }, now: t0,
-			want: ErrTokenUnknown, status: http.StatusUnauthorized, wantMsg: "no join token was issued for node7"},
+			want: ErrTokenInvalid, status: http.StatusUnauthorized, wantMsg: "the join token for node7 is not valid: it was mistyped, replaced by a newer one, or expired and was purged"},
 		{name: "wrong name", member: "node3", now: t0, setup: func(t *testing.T, db *store.DB, _ Token) { issueToken(t, db, "node3", t0) },
 			want: ErrTokenWrongName, status: http.StatusForbidden, wantMsg: "issued for node2, not node3"},
 		{name: "revoked", now: t0.Add(2 * time.Minute), setup: func(t *testing.T, db *store.DB, tok Token) {
@@ -127,7 +137,7 @@ func TestVerify(t *testing.T) {
 			if n, err := PurgeExpired(ctx, db, t0.Add(2*time.Hour)); err != nil || n != 1 {
 				t.Fatalf("PurgeExpired() = %d, %v, want 1, nil", n, err)
 			}
-		}, want: ErrTokenUnknown, status: http.StatusUnauthorized, wantMsg: "expired and was purged"},
+		}, want: ErrTokenInvalid, status: http.StatusUnauthorized, wantMsg: "the join token for node2 is not valid: it was mistyped, replaced by a newer one, or expired and was purged"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,7 +153,7 @@ func TestVerify(t *testing.T) {
 			if c.secret != nil {
 				secret = c.secret(tok)
 			}
-			err := Verify(ctx, db, name, secret, c.now)
+			_, err := Verify(ctx, db, name, secret, c.now)
 			if c.want == nil {
 				if err != nil {
 					t.Fatalf("Verify() = %v, want nil", err)
@@ -169,7 +179,7 @@ func TestConsumeOnlyOnceAndRetryBefore(t *testing.T) {
 	tok := issueToken(t, db, "node2", t0)
 	// A join that failed part way verifies again and again.
 	for i := range 3 {
-		if err := Verify(ctx, db, tok.Name, tok.Secret, t0.Add(time.Duration(i)*time.Minute)); err != nil {
+		if _, err := Verify(ctx, db, tok.Name, tok.Secret, t0.Add(time.Duration(i)*time.Minute)); err != nil {
 			t.Fatalf("Verify() attempt %d = %v, want nil", i, err)
 		}
 	}

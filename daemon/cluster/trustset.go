@@ -11,11 +11,17 @@ import (
 	"github.com/osdcloud/osd/daemon/store"
 )
 
-// TrustSet is the in-memory copy of the trust table the Authorizer consults on every
-// request (the database is not hit per request). Reload it after every change.
+// TrustSet is the in-memory copy of the trust table (and of the certificates of removed
+// members) the Authorizer consults on every request: the database is not hit per request.
+// Reload it after every change.
 type TrustSet struct {
-	fps atomic.Pointer[map[string]struct{}]
+	fps atomic.Pointer[map[string]trustEntry]
 }
+
+type trustEntry struct{ kind, name string }
+
+// trustKindRemoved marks, in the set only, the certificate of a removed member.
+const trustKindRemoved = "removed"
 
 // Load replaces the set with the fingerprints stored in db.
 func (s *TrustSet) Load(ctx context.Context, db *store.DB) error {
@@ -23,22 +29,34 @@ func (s *TrustSet) Load(ctx context.Context, db *store.DB) error {
 	if err != nil {
 		return err
 	}
-	m := make(map[string]struct{}, len(recs))
+	removed, err := db.ListRemovedMembers(ctx)
+	if err != nil {
+		return err
+	}
+	m := make(map[string]trustEntry, len(recs)+len(removed))
+	for _, r := range removed {
+		m[r.Fingerprint] = trustEntry{kind: trustKindRemoved, name: r.Name}
+	}
 	for _, r := range recs {
-		m[r.Fingerprint] = struct{}{}
+		m[r.Fingerprint] = trustEntry{kind: r.Kind, name: r.Name}
 	}
 	s.fps.Store(&m)
 	return nil
 }
 
-// Trusted reports whether fingerprint is in the set.
-func (s *TrustSet) Trusted(fingerprint string) bool {
+func (s *TrustSet) lookup(fp string) (trustEntry, bool) {
 	m := s.fps.Load()
 	if m == nil {
-		return false
+		return trustEntry{}, false
 	}
-	_, ok := (*m)[fingerprint]
-	return ok
+	e, ok := (*m)[fp]
+	return e, ok
+}
+
+// Trusted reports whether fingerprint is trusted (an operator's or a member's).
+func (s *TrustSet) Trusted(fingerprint string) bool {
+	e, ok := s.lookup(fingerprint)
+	return ok && e.kind != trustKindRemoved
 }
 
 // TrustKindClient and TrustKindMember are the kinds of trusted certificates.

@@ -72,10 +72,49 @@ func rbacObjects() []map[string]any {
 	}
 }
 
-// RBACManifest renders rbacObjects as one multi-document YAML file.
+// RemovedNodesConfigMap (in kube-system) lists, as its keys, the nodes removed from the
+// cluster that may not register again until a new join token names them.
+const RemovedNodesConfigMap = "osd-removed-nodes"
+
+// nodeGuardObjects refuse to create a Node whose name is a key of RemovedNodesConfigMap,
+// whoever asks: a removed node keeps its kubelet certificate (Kubernetes cannot revoke
+// it), and the node authorizer would otherwise let that certificate create its Node again.
+func nodeGuardObjects() []map[string]any {
+	const name = "osd-removed-nodes"
+	meta := map[string]any{"name": name, "labels": map[string]string{"app.kubernetes.io/managed-by": "osd"}}
+	return []map[string]any{
+		{
+			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": meta,
+			"spec": map[string]any{
+				"failurePolicy": "Fail",
+				"paramKind":     map[string]string{"apiVersion": "v1", "kind": "ConfigMap"},
+				"matchConstraints": map[string]any{"resourceRules": []map[string]any{{
+					"apiGroups": []string{""}, "apiVersions": []string{"v1"},
+					"operations": []string{"CREATE"}, "resources": []string{"nodes"},
+				}}},
+				"validations": []map[string]string{{
+					"expression": "!has(params.data) || !(object.metadata.name in params.data)",
+					"message":    "this node was removed from the osd cluster: it may join again only with a new join token (osd cluster add NAME)",
+					"reason":     "Forbidden",
+				}},
+			},
+		},
+		{
+			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": meta,
+			"spec": map[string]any{
+				"policyName":        name,
+				"validationActions": []string{"Deny"},
+				"paramRef": map[string]any{"name": RemovedNodesConfigMap, "namespace": "kube-system",
+					"parameterNotFoundAction": "Allow"},
+			},
+		},
+	}
+}
+
+// RBACManifest renders rbacObjects and nodeGuardObjects as one multi-document YAML file.
 func RBACManifest() ([]byte, error) {
 	var docs []string
-	for _, o := range rbacObjects() {
+	for _, o := range append(rbacObjects(), nodeGuardObjects()...) {
 		y, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, fmt.Errorf("render rbac manifest: %w", err)

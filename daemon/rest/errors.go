@@ -19,6 +19,8 @@ var (
 	ErrTooLarge             = errors.New("request too large")
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
 	ErrNotReady             = errors.New("not ready")
+	ErrGone                 = errors.New("gone")
+	ErrTooManyRequests      = errors.New("too many requests")
 )
 
 // statuses is the one table from sentinel to HTTP status, checked in order.
@@ -36,6 +38,8 @@ var statuses = []struct {
 	{ErrTooLarge, http.StatusRequestEntityTooLarge},
 	{ErrUnsupportedMediaType, http.StatusUnsupportedMediaType},
 	{ErrNotReady, http.StatusServiceUnavailable},
+	{ErrGone, http.StatusGone},
+	{ErrTooManyRequests, http.StatusTooManyRequests},
 }
 
 // StatusFor maps an error to the HTTP status code it is answered with: 200 for nil, the

@@ -28,16 +28,43 @@ type Endpoint struct {
 	Delete Action
 }
 
-// Action handles one method of an endpoint. AllowUntrusted lets callers the authorizer
-// does not trust reach it (the join endpoint, the server info).
+// Action handles one method of an endpoint. Who may call it is not the action's business:
+// the router's Authorizer decides by Route (over HTTPS, from one table of every route).
 type Action struct {
-	Handler        func(r *http.Request) Response
-	AllowUntrusted bool
+	Handler func(r *http.Request) Response
 }
 
-// Authorizer decides whether r may run an action; untrustedAllowed is the action's
-// AllowUntrusted. Return an error wrapping ErrUnauthorized or ErrForbidden to refuse.
-type Authorizer func(r *http.Request, untrustedAllowed bool) error
+// Route names one action: its HTTP method and its endpoint's path template under /1.0
+// ("cluster/members/{name}", "" for /1.0 itself).
+type Route struct {
+	Method string
+	Path   string
+}
+
+// String is "METHOD /1.0/path".
+func (r Route) String() string {
+	p := APIPrefix
+	if t := strings.Trim(r.Path, "/"); t != "" {
+		p += "/" + t
+	}
+	return r.Method + " " + p
+}
+
+// Routes lists every action endpoints register.
+func Routes(endpoints []Endpoint) []Route {
+	var out []Route
+	for _, ep := range endpoints {
+		h := endpointHandler{ep: ep}
+		for _, m := range h.allowed() {
+			out = append(out, Route{Method: m, Path: strings.Trim(ep.Path, "/")})
+		}
+	}
+	return out
+}
+
+// Authorizer decides whether r may run the action at route. Return an error wrapping
+// ErrUnauthorized or ErrForbidden to refuse.
+type Authorizer func(r *http.Request, route Route) error
 
 // Option configures NewRouter.
 type Option func(*routerConfig)
@@ -144,7 +171,7 @@ func (h *endpointHandler) dispatch(w http.ResponseWriter, r *http.Request) Respo
 			r.Method, r.URL.Path, strings.Join(allow, ", ")))
 	}
 	if h.cfg.authorize != nil {
-		if err := h.cfg.authorize(r, action.AllowUntrusted); err != nil {
+		if err := h.cfg.authorize(r, Route{Method: r.Method, Path: strings.Trim(h.ep.Path, "/")}); err != nil {
 			if StatusFor(err) == http.StatusInternalServerError {
 				err = fmt.Errorf("%w: %w", ErrForbidden, err)
 			}

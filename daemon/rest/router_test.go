@@ -22,7 +22,7 @@ func testEndpoints() []Endpoint {
 	return []Endpoint{
 		{Path: "", Get: Action{Handler: func(r *http.Request) Response {
 			return SyncResponse(api.ServerInfo{Version: "test", State: api.StateRunning})
-		}, AllowUntrusted: true}},
+		}}},
 		{Path: "things/{name}",
 			Get: Action{Handler: func(r *http.Request) Response {
 				name := Var(r, "name")
@@ -203,28 +203,28 @@ func TestAuthorizer(t *testing.T) {
 		wantCode int
 	}{
 		{"default allows", nil, "/1.0/things/a", false, 200},
-		{"untrusted refused", func(r *http.Request, allowed bool) error {
-			if allowed || trusted(r) {
+		{"untrusted refused", func(r *http.Request, route Route) error {
+			if route.Path == "" || trusted(r) {
 				return nil
 			}
 			return Errorf(ErrForbidden, "not trusted")
 		}, "/1.0/things/a", false, 403},
-		{"untrusted allowed endpoint", func(r *http.Request, allowed bool) error {
-			if allowed || trusted(r) {
+		{"open route", func(r *http.Request, route Route) error {
+			if route.Path == "" || trusted(r) {
 				return nil
 			}
 			return Errorf(ErrForbidden, "not trusted")
 		}, "/1.0", false, 200},
-		{"trusted passes", func(r *http.Request, allowed bool) error {
-			if allowed || trusted(r) {
+		{"trusted passes", func(r *http.Request, route Route) error {
+			if route.Path == "" || trusted(r) {
 				return nil
 			}
 			return Errorf(ErrForbidden, "not trusted")
 		}, "/1.0/things/a", true, 200},
-		{"unauthorized kept", func(r *http.Request, allowed bool) error {
+		{"unauthorized kept", func(r *http.Request, route Route) error {
 			return Errorf(ErrUnauthorized, "no client certificate")
 		}, "/1.0/things/a", false, 401},
-		{"plain error becomes forbidden", func(r *http.Request, allowed bool) error {
+		{"plain error becomes forbidden", func(r *http.Request, route Route) error {
 			return errors.New("certificate revoked")
 		}, "/1.0/things/a", false, 403},
 	}

@@ -109,13 +109,32 @@ func (l *unixListener) Close() error {
 	return l.err
 }
 
-// Server timeouts. There is no write timeout: event streams stay open for as long as the
-// client watches.
+// Server timeouts. There is no write timeout by default: event streams stay open for as
+// long as the client watches.
 const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute
 	shutdownGrace     = 10 * time.Second
 )
+
+// ServeOption tunes the HTTP server Serve runs.
+type ServeOption func(*http.Server)
+
+// WithTimeouts bounds how long a request's body may take to arrive (read) and its answer
+// to leave (write), for listeners that callers without credentials can reach.
+func WithTimeouts(read, write time.Duration) ServeOption {
+	return func(s *http.Server) { s.ReadTimeout, s.WriteTimeout = read, write }
+}
+
+// WithConnState installs f as the server's connection state hook (see http.Server).
+func WithConnState(f func(net.Conn, http.ConnState)) ServeOption {
+	return func(s *http.Server) { s.ConnState = f }
+}
+
+// WithMaxHeaderBytes bounds the request headers (default 1 MiB).
+func WithMaxHeaderBytes(n int) ServeOption {
+	return func(s *http.Server) { s.MaxHeaderBytes = n }
+}
 
 type stoppingKey struct{}
 
@@ -131,7 +150,7 @@ func Stopping(ctx context.Context) <-chan struct{} {
 // streams, lets in-flight requests finish for a grace period, then closes connections.
 // Request contexts keep ctx's values but are not cancelled by it. It returns nil after a
 // clean shutdown.
-func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
+func Serve(ctx context.Context, l net.Listener, h http.Handler, opts ...ServeOption) error {
 	stopping := make(chan struct{})
 	base := context.WithValue(context.WithoutCancel(ctx), stoppingKey{}, (<-chan struct{})(stopping))
 	srv := &http.Server{
@@ -141,6 +160,9 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	for _, o := range opts {
+		o(srv)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -16,6 +16,7 @@ var ErrExists = errors.New("already exists")
 type TokenRecord struct {
 	Name       string
 	SecretHash string
+	Roles      []string // the roles the joining node gets (empty: the default roles)
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 	ConsumedAt time.Time
@@ -77,8 +78,8 @@ func (d *DB) InsertToken(ctx context.Context, rec TokenRecord) error {
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("store join token for %s: %w", rec.Name, err)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO tokens(name, secret_hash, created_at, expires_at, consumed_at, revoked_at)
-			VALUES (?, ?, ?, ?, NULL, NULL)`, rec.Name, rec.SecretHash, rec.CreatedAt.UnixMilli(), rec.ExpiresAt.UnixMilli())
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO tokens(name, secret_hash, roles, created_at, expires_at, consumed_at, revoked_at)
+			VALUES (?, ?, ?, ?, ?, NULL, NULL)`, rec.Name, rec.SecretHash, strings.Join(rec.Roles, ","), rec.CreatedAt.UnixMilli(), rec.ExpiresAt.UnixMilli())
 		if err != nil {
 			return fmt.Errorf("store join token for %s: %w", rec.Name, err)
 		}
@@ -86,16 +87,20 @@ func (d *DB) InsertToken(ctx context.Context, rec TokenRecord) error {
 	})
 }
 
-const tokenSelect = `SELECT name, secret_hash, created_at, expires_at, consumed_at, revoked_at FROM tokens`
+const tokenSelect = `SELECT name, secret_hash, roles, created_at, expires_at, consumed_at, revoked_at FROM tokens`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanToken(row rowScanner) (TokenRecord, error) {
 	var t TokenRecord
+	var roles string
 	var created, expires int64
 	var consumed, revoked sql.NullInt64
-	if err := row.Scan(&t.Name, &t.SecretHash, &created, &expires, &consumed, &revoked); err != nil {
+	if err := row.Scan(&t.Name, &t.SecretHash, &roles, &created, &expires, &consumed, &revoked); err != nil {
 		return TokenRecord{}, err
+	}
+	if roles != "" {
+		t.Roles = strings.Split(roles, ",")
 	}
 	t.CreatedAt, t.ExpiresAt = fromMillis(created), fromMillis(expires)
 	t.ConsumedAt, t.RevokedAt = timeOrZero(consumed), timeOrZero(revoked)
@@ -355,9 +360,10 @@ func (d *DB) ListMembers(ctx context.Context) ([]MemberRecord, error) {
 	return out, nil
 }
 
-// RemoveMember deletes the member called name and stops trusting its certificate, in one
-// transaction; ErrNotFound if there is no such member.
-func (d *DB) RemoveMember(ctx context.Context, name string) error {
+// RemoveMember deletes the member called name and stops trusting its certificates, in one
+// transaction; the certificates are remembered as a removed member's (ListRemovedMembers)
+// at at. ErrNotFound if there is no such member.
+func (d *DB) RemoveMember(ctx context.Context, name string, at time.Time) error {
 	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var fp string
 		err := tx.QueryRowContext(ctx, `SELECT fingerprint FROM members WHERE name = ?`, name).Scan(&fp)
@@ -367,7 +373,15 @@ func (d *DB) RemoveMember(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("remove member %s: %w", name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM trust WHERE fingerprint = ? AND kind = 'member'`, fp); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO removed_members(fingerprint, name, removed_at) VALUES (?, ?, ?)`,
+			fp, name, at.UnixMilli()); err != nil {
+			return fmt.Errorf("remove member %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO removed_members(fingerprint, name, removed_at)
+			SELECT fingerprint, name, ? FROM trust WHERE name = ? AND kind = 'member'`, at.UnixMilli(), name); err != nil {
+			return fmt.Errorf("remove member %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM trust WHERE name = ? AND kind = 'member'`, name); err != nil {
 			return fmt.Errorf("remove member %s: %w", name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE name = ?`, name); err != nil {
@@ -375,6 +389,65 @@ func (d *DB) RemoveMember(ctx context.Context, name string) error {
 		}
 		return nil
 	})
+}
+
+// RemovedMember is a certificate of a member that was removed.
+type RemovedMember struct {
+	Fingerprint string
+	Name        string
+	RemovedAt   time.Time
+}
+
+// ListRemovedMembers returns the certificates of every removed member.
+func (d *DB) ListRemovedMembers(ctx context.Context) ([]RemovedMember, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT fingerprint, name, removed_at FROM removed_members ORDER BY name, fingerprint`)
+	if err != nil {
+		return nil, fmt.Errorf("read removed members: %w", err)
+	}
+	defer rows.Close()
+	var out []RemovedMember
+	for rows.Next() {
+		var r RemovedMember
+		var at int64
+		if err := rows.Scan(&r.Fingerprint, &r.Name, &at); err != nil {
+			return nil, fmt.Errorf("read removed members: %w", err)
+		}
+		r.RemovedAt = fromMillis(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read removed members: %w", err)
+	}
+	return out, nil
+}
+
+// RenewMemberCert makes cert (a member certificate of member cert.Name) the member's
+// current one, in one transaction: it is trusted and recorded as the member's, while the
+// certificates the member held before stay trusted until PruneMemberCerts (so a member
+// that lost the answer can still ask again). ErrNotFound if there is no such member.
+func (d *DB) RenewMemberCert(ctx context.Context, cert TrustRecord) error {
+	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE members SET fingerprint = ? WHERE name = ?`, cert.Fingerprint, cert.Name)
+		if err != nil {
+			return fmt.Errorf("renew certificate of member %s: %w", cert.Name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("member %s: %w", cert.Name, ErrNotFound)
+		}
+		return addTrust(ctx, tx, cert)
+	})
+}
+
+// PruneMemberCerts stops trusting every certificate of member name but its current one
+// (once the member has shown it holds the current one) and returns how many it dropped.
+func (d *DB) PruneMemberCerts(ctx context.Context, name string) (int64, error) {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM trust WHERE kind = 'member' AND name = ?
+		AND fingerprint <> (SELECT fingerprint FROM members WHERE name = ?)`, name, name)
+	if err != nil {
+		return 0, fmt.Errorf("drop old certificates of member %s: %w", name, err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
 }
 
 // MemberHeartbeat records that member name was heard from at; ErrNotFound if unknown.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -150,10 +151,10 @@ func TestTrustAndMembers(t *testing.T) {
 	if len(ts) != 2 {
 		t.Errorf("ListTrust() = %+v, want 2 entries", ts)
 	}
-	if err := d.RemoveMember(ctx, "node2"); err != nil {
+	if err := d.RemoveMember(ctx, "node2", time.Now()); err != nil {
 		t.Fatalf("RemoveMember(node2) = %v, want nil", err)
 	}
-	if err := d.RemoveMember(ctx, "node2"); !errors.Is(err, ErrNotFound) {
+	if err := d.RemoveMember(ctx, "node2", time.Now()); !errors.Is(err, ErrNotFound) {
 		t.Errorf("RemoveMember(node2) twice = %v, want ErrNotFound", err)
 	}
 	if _, err := d.GetTrust(ctx, "cc"); !errors.Is(err, ErrNotFound) {
@@ -164,5 +165,59 @@ func TestTrustAndMembers(t *testing.T) {
 	}
 	if err := d.RemoveTrust(ctx, "aa"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("RemoveTrust(aa) twice = %v, want ErrNotFound", err)
+	}
+}
+
+// TestMemberCertRenewalAndRemoval: a renewed certificate becomes the member's while the
+// old one stays trusted until pruned; removal forgets the member and trusts none of its
+// certificates but remembers every one of them as a removed member's.
+func TestMemberCertRenewalAndRemoval(t *testing.T) {
+	ctx := context.Background()
+	d := newMemory(t)
+	if err := d.InsertToken(ctx, TokenRecord{Name: "node3", SecretHash: "h", Roles: []string{"compute", "network"}, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := d.GetToken(ctx, "node3"); err != nil || strings.Join(tok.Roles, ",") != "compute,network" {
+		t.Fatalf("GetToken(node3) = %+v, %v, want roles compute,network", tok, err)
+	}
+	m := MemberRecord{Name: "node3", Address: "10.0.0.3:8443", Fingerprint: "f1", Roles: []string{"compute"}, JoinedAt: t0}
+	if err := d.CompleteJoin(ctx, m, TrustRecord{Fingerprint: "f1", Name: "node3", Kind: "member", CertPEM: "P1", AddedAt: t0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RenewMemberCert(ctx, TrustRecord{Fingerprint: "f2", Name: "node3", Kind: "member", CertPEM: "P2", AddedAt: t0}); err != nil {
+		t.Fatalf("RenewMemberCert(f2) = %v, want nil", err)
+	}
+	if err := d.RenewMemberCert(ctx, TrustRecord{Fingerprint: "f9", Name: "ghost", Kind: "member", CertPEM: "P", AddedAt: t0}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("RenewMemberCert(ghost) = %v, want ErrNotFound", err)
+	}
+	if _, err := d.GetTrust(ctx, "f9"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a failed renewal left its certificate trusted: %v", err)
+	}
+	if gm, _ := d.GetMember(ctx, "node3"); gm.Fingerprint != "f2" {
+		t.Errorf("member fingerprint after renewal = %s, want f2", gm.Fingerprint)
+	}
+	for _, fp := range []string{"f1", "f2"} {
+		if _, err := d.GetTrust(ctx, fp); err != nil {
+			t.Errorf("GetTrust(%s) before pruning = %v, want trusted", fp, err)
+		}
+	}
+	if n, err := d.PruneMemberCerts(ctx, "node3"); err != nil || n != 1 {
+		t.Errorf("PruneMemberCerts(node3) = %d, %v, want 1", n, err)
+	}
+	if _, err := d.GetTrust(ctx, "f1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("old certificate after pruning: %v, want not trusted", err)
+	}
+	if err := d.RenewMemberCert(ctx, TrustRecord{Fingerprint: "f3", Name: "node3", Kind: "member", CertPEM: "P3", AddedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RemoveMember(ctx, "node3", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rm, err := d.ListRemovedMembers(ctx)
+	if err != nil || len(rm) != 2 || rm[0].Fingerprint != "f2" || rm[1].Fingerprint != "f3" || rm[0].Name != "node3" || !rm[1].RemovedAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("ListRemovedMembers() = %+v, %v, want f2 and f3 of node3", rm, err)
+	}
+	if ts, _ := d.ListTrust(ctx); len(ts) != 0 {
+		t.Errorf("trust after removal = %+v, want none", ts)
 	}
 }

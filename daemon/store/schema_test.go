@@ -18,6 +18,7 @@ func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
 		1: {"schema", "config", "journal", "steps"},
 		2: {"schema", "config", "journal", "steps", "journal_step", "journal_state"},
 		3: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members"},
+		4: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 	}
 	for n := 0; n <= len(updates); n++ {
 		for _, kind := range []string{"memory", "file"} {

@@ -11,6 +11,7 @@ var updates = []update{
 	updateFromV0,
 	updateFromV1,
 	updateFromV2,
+	updateFromV3,
 }
 
 // updateFromV0 creates the configuration, the step journal and the completed-step record.
@@ -71,6 +72,21 @@ CREATE TABLE members (
 	roles          TEXT NOT NULL DEFAULT '',
 	joined_at      INTEGER NOT NULL,
 	last_heartbeat INTEGER
+);`)
+	return err
+}
+
+// updateFromV3 gives join tokens the roles the joining node will have (chosen by whoever
+// issues the token, not by the joiner) and keeps the certificates of removed members, so
+// that a removed node is told so explicitly rather than by a refusal it cannot tell from
+// an expired certificate.
+func updateFromV3(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+ALTER TABLE tokens ADD COLUMN roles TEXT NOT NULL DEFAULT '';
+CREATE TABLE removed_members (
+	fingerprint TEXT PRIMARY KEY,
+	name        TEXT NOT NULL,
+	removed_at  INTEGER NOT NULL
 );`)
 	return err
 }
