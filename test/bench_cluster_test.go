@@ -46,7 +46,7 @@ func BenchmarkJoinToReady(b *testing.B) {
 			b.Skip("one join per node pair")
 		}
 		t0 := time.Now()
-		join(b, n1, n2, "control")
+		_, _ = join(b, n1, n2, "control")
 		memberReady(b, n1, n2, time.Minute)
 		b.ReportMetric(time.Since(t0).Seconds(), "s/join")
 	}
@@ -59,7 +59,7 @@ func BenchmarkJoinToReady(b *testing.B) {
 func BenchmarkJoinRetryAfterKill(b *testing.B) {
 	requireClusterBench(b)
 	n1, n2 := twoNodes(b)
-	out, err := n1.osd(time.Minute, "cluster", "add", n2.name, "--ttl", "10m")
+	out, err := n1.osd(time.Minute, "cluster", "add", n2.name, "--ttl", "10m", "--role", "control")
 	if err != nil {
 		b.Fatalf("osd cluster add: %v\n%s", err, out)
 	}
@@ -72,7 +72,7 @@ func BenchmarkJoinRetryAfterKill(b *testing.B) {
 		}
 		joined := make(chan string, 1)
 		go func() {
-			out, _ := n2.osd(10*time.Minute, "join", token, "--role", "control")
+			out, _ := n2.osd(10*time.Minute, "join", token)
 			joined <- out
 		}()
 		// Kill once the agent has started (its kubelet credentials appear).
@@ -103,7 +103,7 @@ func BenchmarkJoinRetryAfterKill(b *testing.B) {
 		}
 		restart := time.Now()
 		n2.start()
-		if out, err := n2.osd(10*time.Minute, "join", token, "--role", "control"); err != nil {
+		if out, err := n2.osd(10*time.Minute, "join", token); err != nil {
 			b.Fatalf("osd join after the kill: %v\n%s", err, out)
 		}
 		memberReady(b, n1, n2, 2*time.Minute)

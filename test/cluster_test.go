@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,11 +119,12 @@ func (n *nsNode) osd(timeout time.Duration, args ...string) (string, error) {
 	return string(out), err
 }
 
-// start runs the node's daemon in its namespaces.
-func (n *nsNode) start() {
+// start runs the node's daemon in its namespaces, with extra daemon flags.
+func (n *nsNode) start(extra ...string) {
 	n.t.Helper()
-	cmd := n.nsenter(n.bin, "--state-dir", n.stateDir(), "--run-dir", n.runDir(), "daemon",
-		"--node-name", n.name, "--node-ip", n.ip, "--https-address", n.ip+":8443", "--cache-dir", filepath.Join(n.base, "cache"))
+	args := append([]string{n.bin, "--state-dir", n.stateDir(), "--run-dir", n.runDir(), "daemon",
+		"--node-name", n.name, "--node-ip", n.ip, "--https-address", n.ip + ":8443", "--cache-dir", filepath.Join(n.base, "cache")}, extra...)
+	cmd := n.nsenter(args...)
 	cmd.Stdout, cmd.Stderr = &n.log, &n.log
 	// The daemon dies with the test process even when that is killed before its cleanup.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -290,14 +292,14 @@ func (k kubeNode) ready() bool {
 	return false
 }
 
-// twoNodes brings up node 1 (osd init --kubernetes-only) and node 2 (daemon only), each
-// in its own namespaces, connected by a veth pair.
-func twoNodes(t testing.TB) (*nsNode, *nsNode) {
+// twoNodes brings up node 1 (osd init --kubernetes-only, its daemon started with
+// n1flags) and node 2 (daemon only), each in its own namespaces, connected by a veth pair.
+func twoNodes(t testing.TB, n1flags ...string) (*nsNode, *nsNode) {
 	bin := osdBin(t)
 	n1 := newNSNode(t, bin, "osdt-n1", "10.99.0.1")
 	n2 := newNSNode(t, bin, "osdt-n2", "10.99.0.2")
 	connect(t, n1, n2)
-	n1.start()
+	n1.start(n1flags...)
 	t0 := time.Now()
 	if out, err := n1.osd(10*time.Minute, "init", "--kubernetes-only", "--timeout", "9m"); err != nil {
 		t.Fatalf("osd init on %s: %v\n%s", n1.name, err, out)
@@ -307,20 +309,27 @@ func twoNodes(t testing.TB) (*nsNode, *nsNode) {
 	return n1, n2
 }
 
-// join issues a token on n1 and joins n2 with roles; it returns how long the join took.
-func join(t testing.TB, n1, n2 *nsNode, roles string) time.Duration {
+// addToken issues a join token for name with roles on n and returns it.
+func addToken(t testing.TB, n *nsNode, name, roles string) string {
 	t.Helper()
-	out, err := n1.osd(time.Minute, "cluster", "add", n2.name, "--ttl", "10m")
+	out, err := n.osd(time.Minute, "cluster", "add", name, "--ttl", "1h", "--role", roles)
 	if err != nil {
 		t.Fatalf("osd cluster add: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	token := lines[len(lines)-1]
+	return lines[len(lines)-1]
+}
+
+// join issues a token with roles on n1 and joins n2 with it (given as an argument, which
+// osd join moves off its command line); it returns the token and how long the join took.
+func join(t testing.TB, n1, n2 *nsNode, roles string) (string, time.Duration) {
+	t.Helper()
+	token := addToken(t, n1, n2.name, roles)
 	t0 := time.Now()
-	if out, err := n2.osd(10*time.Minute, "join", token, "--role", roles, "--timeout", "9m"); err != nil {
+	if out, err := n2.osd(10*time.Minute, "join", token, "--timeout", "9m"); err != nil {
 		t.Fatalf("osd join on %s: %v\n%s", n2.name, err, out)
 	}
-	return time.Since(t0)
+	return token, time.Since(t0)
 }
 
 // members is osd cluster list on n.
@@ -337,31 +346,26 @@ func members(t testing.TB, n *nsNode) []cluster.Member {
 	return ms
 }
 
-// TestTwoNodeCluster: node 1 runs osd init --kubernetes-only in its own namespaces; node 2
-// joins it with a token as a control node, shows in osd cluster list and as a Ready k3s
-// node with its role label; a second join with the same token is refused; osd cluster
-// remove drains and deletes its node and revokes it, and node 2's daemon notices at its
-// next heartbeat and stops. Everything the nodes made is gone afterwards.
+// TestTwoNodeCluster: node 1 runs osd init --kubernetes-only in its own namespaces (its
+// member certificates last two minutes); node 2 joins it with a token as a control node
+// while node 1's own address holds hundreds of connections open against its API, shows in
+// osd cluster list and as a Ready k3s node with the role label only osd can set. What the
+// join hands out grants nothing beyond registering one agent, and is gone once the join
+// completes; node 2's agent restarts without it; node 2 stays a member for ten minutes by
+// renewing its certificate. osd cluster remove drains and deletes its node and revokes it;
+// node 2's daemon hears so at its next heartbeat and stops, and cannot come back with
+// what it kept. The same token, used again against the cluster, is refused. Everything
+// the nodes made is gone afterwards.
 func TestTwoNodeCluster(t *testing.T) {
 	requireCluster(t)
-	n1, n2 := twoNodes(t)
-	took := join(t, n1, n2, "control")
-	t.Logf("osd join (token to member with a Ready node) took %s", took.Round(100*time.Millisecond))
+	n1, n2 := twoNodes(t, "--member-cert-lifetime", "2m")
+	stopLoris := slowLoris(t, n1, n1.ip+":8443")
+	token, took := join(t, n1, n2, "control")
+	joinedAt := time.Now()
+	stopLoris()
+	t.Logf("osd join (token to member with a Ready node), with 200 connections held open against the API, took %s", took.Round(100*time.Millisecond))
 
-	var m2 *cluster.Member
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		ms := members(t, n1)
-		for i := range ms {
-			if ms[i].Name == n2.name {
-				m2 = &ms[i]
-			}
-		}
-		if m2 != nil && m2.NodeState == cluster.NodeReady && m2.LastHeartbeat != nil && m2.Version != "" {
-			break
-		}
-		time.Sleep(2 * time.Second)
-	}
+	m2 := waitMember(t, n1, n2, time.Minute)
 	if m2 == nil || m2.NodeState != cluster.NodeReady || strings.Join(m2.Roles, ",") != "control" || m2.LastHeartbeat == nil || m2.Version == "" {
 		t.Fatalf("osd cluster list on %s: %s = %+v, want Ready, roles control, a heartbeat and a version", n1.name, n2.name, m2)
 	}
@@ -376,13 +380,17 @@ func TestTwoNodeCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &kn); err != nil {
 		t.Fatal(err)
 	}
-	if !kn.ready() || kn.Metadata.Labels["openstack-control-plane"] != "enabled" {
-		t.Errorf("node %s: ready %v, labels %v, want Ready with openstack-control-plane=enabled", n2.name, kn.ready(), kn.Metadata.Labels)
+	const prefix = "node-restriction.kubernetes.io/"
+	if !kn.ready() || kn.Metadata.Labels[prefix+"openstack-control-plane"] != "enabled" {
+		t.Errorf("node %s: ready %v, labels %v, want Ready with %sopenstack-control-plane=enabled", n2.name, kn.ready(), kn.Metadata.Labels, prefix)
 	}
 	for _, l := range []string{"openvswitch", "openstack-compute-node"} {
-		if _, ok := kn.Metadata.Labels[l]; ok {
-			t.Errorf("node %s has label %s, want only its control role's", n2.name, l)
+		if _, ok := kn.Metadata.Labels[prefix+l]; ok {
+			t.Errorf("node %s has label %s, want only its control role's", n2.name, prefix+l)
 		}
+	}
+	if left := agentTokens(t, n1, n2.name); left != "" {
+		t.Errorf("agent tokens of %s after its join completed: %s, want none", n2.name, left)
 	}
 	if _, err := os.Stat("/proc/" + strconv.Itoa(n2.daemon.Process.Pid)); err != nil {
 		t.Fatal("node 2's daemon is gone")
@@ -390,6 +398,46 @@ func TestTwoNodeCluster(t *testing.T) {
 	if out, err := n2.osd(time.Minute, "join", "garbage-token"); err != nil || !strings.Contains(out, "already") {
 		t.Errorf("osd join again on a member = %q, %v, want it to say it is already a member", out, err)
 	}
+
+	t.Run("what a join hands out grants nothing more", func(t *testing.T) { checkJoinCredential(t, n1, n2) })
+
+	t.Run("the agent restarts after its join credential is gone", func(t *testing.T) {
+		n2.stop(2 * time.Minute)
+		n2.start()
+		deadline := time.Now().Add(3 * time.Minute)
+		for time.Now().Before(deadline) {
+			var st struct {
+				Kubernetes struct {
+					NodeReady bool   `json:"node_ready"`
+					Reason    string `json:"reason"`
+				} `json:"kubernetes"`
+			}
+			if out, err := n2.osd(time.Minute, "status", "--format", "json"); err == nil && jsonUnmarshal(out, &st) == nil && st.Kubernetes.NodeReady {
+				return
+			}
+			time.Sleep(2 * time.Second)
+		}
+		t.Fatalf("%s's node not Ready 3 minutes after its daemon restarted without a join credential", n2.name)
+	})
+
+	t.Run("a 2-minute member certificate renews itself for 10 minutes", func(t *testing.T) {
+		seen := map[string]bool{m2.Fingerprint: true}
+		for time.Since(joinedAt) < 10*time.Minute {
+			time.Sleep(20 * time.Second)
+			m := waitMember(t, n1, n2, 0)
+			if m == nil {
+				t.Fatalf("%s is no longer in osd cluster list %s after joining", n2.name, time.Since(joinedAt).Round(time.Second))
+			}
+			if m.LastHeartbeat == nil || time.Since(*m.LastHeartbeat) > time.Minute {
+				t.Fatalf("%s's last heartbeat %v is over a minute old %s after joining", n2.name, m.LastHeartbeat, time.Since(joinedAt).Round(time.Second))
+			}
+			seen[m.Fingerprint] = true
+		}
+		if len(seen) < 3 {
+			t.Errorf("%s held %d member certificates in 10 minutes, want at least 3 (renewed twice)", n2.name, len(seen))
+		}
+		t.Logf("%s renewed its 2-minute member certificate %d times in 10 minutes", n2.name, len(seen)-1)
+	})
 
 	t.Run("remove", func(t *testing.T) {
 		if out, err := n1.osd(5*time.Minute, "cluster", "remove", n2.name); err != nil {
@@ -414,6 +462,8 @@ func TestTwoNodeCluster(t *testing.T) {
 			t.Errorf("node 2's join state after removal = %s, %v, want removed", b, err)
 		}
 	})
+
+	t.Run("a removed node cannot come back with what it kept", func(t *testing.T) { checkRemovedStaysOut(t, n1, n2) })
 
 	t.Run("reset the removed node", func(t *testing.T) {
 		// osd reset removes the kubelet's and CNI's host dirs: only ever inside node 2's
@@ -450,6 +500,177 @@ func TestTwoNodeCluster(t *testing.T) {
 			t.Errorf("the host's /var/lib/kubelet after node 2's reset: %d entries, %v (before: %d), want it untouched", len(after), err, len(hostKubelet))
 		}
 	})
+
+	t.Run("the same token twice, against the cluster", func(t *testing.T) {
+		// Node 2 holds nothing of its first join now, so nothing local refuses the token:
+		// the cluster must.
+		n2.start()
+		out, err := n2.osd(2*time.Minute, "join", "--token-file", writeSecret(t, token))
+		if err == nil || !strings.Contains(out, "the cluster refused the join") || !strings.Contains(out, "already used") {
+			t.Errorf("osd join with the used token = %q, %v, want the cluster's refusal: already used", out, err)
+		}
+		n2.stop(time.Minute)
+	})
+}
+
+// waitMember polls osd cluster list on n1 until n2 is a Ready member with a heartbeat and
+// a version, for at most timeout (0: once), and returns n2's entry (nil if absent).
+func waitMember(t testing.TB, n1, n2 *nsNode, timeout time.Duration) *cluster.Member {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var m2 *cluster.Member
+		ms := members(t, n1)
+		for i := range ms {
+			if ms[i].Name == n2.name {
+				m2 = &ms[i]
+			}
+		}
+		if m2 != nil && m2.NodeState == cluster.NodeReady && m2.LastHeartbeat != nil && m2.Version != "" || !time.Now().Before(deadline) {
+			return m2
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// agentTokens lists the k3s bootstrap tokens osd issued for node, as n's kubectl sees them.
+func agentTokens(t testing.TB, n *nsNode, node string) string {
+	t.Helper()
+	out, err := n.osd(time.Minute, "kubectl", "get", "secrets", "-n", "kube-system", "-l", "osd.cloud/agent-token-for="+node, "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl get secrets: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+func writeSecret(t testing.TB, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(s+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// slowLoris holds connections open against addr from n's own address (n's network
+// namespace), the way a slow-loris attack does: batches of 200 TCP connections that never
+// start their TLS handshake, opened again every few seconds. It returns a stop function.
+func slowLoris(t testing.TB, n *nsNode, addr string) func() {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	script := fmt.Sprintf(`while :; do fds=(); for i in $(seq 200); do exec {fd}<>/dev/tcp/%s/%s 2>/dev/null && fds+=($fd); done; sleep 4; for fd in "${fds[@]}"; do exec {fd}>&-; done; done`, host, port)
+	cmd := n.nsenter("bash", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("slow-loris: %v", err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	time.Sleep(2 * time.Second) // the first batch is open
+	return stop
+}
+
+// checkJoinCredential plays a node that was handed a join token (osdt-n3): it makes the
+// first join request by hand from node 2's network, and tries what it received: the k3s
+// credential registers agents (the supervisor's agent routes answer) but reads no Secret
+// and cannot fetch the bootstrap data a k3s server needs to join; revoking the token
+// deletes it.
+func checkJoinCredential(t *testing.T, n1, n2 *nsNode) {
+	tok, err := cluster.DecodeToken(addToken(t, n1, "osdt-n3", "compute"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := cluster.NewMemberKey(tok.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "10.99.0.3:8443", CSR: key.CSRPEM})
+	out, err := n2.nsenter("curl", "-sk", "--max-time", "30", "-H", "Content-Type: application/json", "--data-binary", "@"+writeSecret(t, string(body)),
+		"https://"+tok.Addresses[0]+"/1.0/cluster/join").Output()
+	var env struct {
+		Metadata cluster.JoinResponse `json:"metadata"`
+	}
+	if err != nil || json.Unmarshal(out, &env) != nil || env.Metadata.K3sToken == "" {
+		t.Fatalf("POST cluster/join as osdt-n3 = %s, %v, want the join credentials", out, err)
+	}
+	if strings.Contains(string(out), "member_key_pem") {
+		t.Errorf("the join answer carries a private key: %s", out)
+	}
+	_, creds, ok := strings.Cut(env.Metadata.K3sToken, "::")
+	if !ok || strings.Count(creds, ".") != 1 || strings.Contains(creds, ":") {
+		t.Fatalf("k3s credential %q, want K10<ca hash>::<id>.<secret> (a bootstrap token, never a server token)", env.Metadata.K3sToken)
+	}
+	server := "https://" + n1.ip + ":6443"
+	status := func(args ...string) string {
+		out, _ := n2.nsenter(append([]string{"curl", "-sk", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}"}, args...)...).Output()
+		return string(out)
+	}
+	if got := status("-H", "Authorization: Bearer "+creds, server+"/v1-k3s/config"); got != "200" {
+		t.Errorf("GET /v1-k3s/config with the agent credential = %s, want 200 (it is a valid agent credential)", got)
+	}
+	for _, auth := range [][]string{{"-H", "Authorization: Bearer " + creds}, {"-u", "server:" + creds}} {
+		if got := status(append(auth, server+"/v1-k3s/server-bootstrap")...); got != "401" && got != "403" {
+			t.Errorf("GET /v1-k3s/server-bootstrap (what a joining k3s server asks for) with %s = %s, want 401 or 403", auth[0], got)
+		}
+	}
+	empty := writeSecret(t, "apiVersion: v1\nkind: Config\n")
+	kubectl := filepath.Join(n1.stateDir(), "bin", "kubectl")
+	out, err = n2.nsenter(kubectl, "--kubeconfig", empty, "--server", server, "--insecure-skip-tls-verify", "--token", creds,
+		"get", "secrets", "-A").CombinedOutput()
+	if err == nil || !strings.Contains(strings.ToLower(string(out)), "forbidden") {
+		t.Errorf("kubectl get secrets -A with the agent credential = %q, %v, want forbidden", out, err)
+	}
+	if left := agentTokens(t, n1, tok.Name); left == "" {
+		t.Fatalf("no agent token for %s while its join is under way", tok.Name)
+	}
+	if out, err := n1.osd(time.Minute, "cluster", "revoke", tok.Name); err != nil {
+		t.Fatalf("osd cluster revoke %s: %v\n%s", tok.Name, err, out)
+	}
+	if left := agentTokens(t, n1, tok.Name); left != "" {
+		t.Errorf("agent tokens of %s after its token was revoked: %s, want none", tok.Name, left)
+	}
+	if got := status("-H", "Authorization: Bearer "+creds, server+"/v1-k3s/config"); got == "200" {
+		t.Errorf("GET /v1-k3s/config with a revoked join's agent credential = %s, want refused", got)
+	}
+}
+
+// checkRemovedStaysOut gives the removed node 2 back everything it kept (its join record
+// set to member again, its kubelet certificate) and checks that it cannot register: its
+// daemon's agent does not bring the node back, and its kubelet certificate cannot create
+// the Node directly.
+func checkRemovedStaysOut(t *testing.T, n1, n2 *nsNode) {
+	jf := filepath.Join(n2.stateDir(), "cluster", "join.json")
+	b, err := os.ReadFile(jf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jf, []byte(strings.Replace(string(b), `"state":"removed"`, `"state":"member"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n2.start()
+	defer n2.stop(2 * time.Minute)
+	agent := filepath.Join(n2.stateDir(), "k3s", "agent")
+	node := writeSecret(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+n2.name+`"}}`)
+	kubectl := filepath.Join(n1.stateDir(), "bin", "kubectl")
+	empty := writeSecret(t, "apiVersion: v1\nkind: Config\n")
+	out, err := n2.nsenter(kubectl, "--kubeconfig", empty, "--server", "https://"+n1.ip+":6443", "--insecure-skip-tls-verify",
+		"--client-certificate", filepath.Join(agent, "client-kubelet.crt"), "--client-key", filepath.Join(agent, "client-kubelet.key"),
+		"create", "-f", node).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "removed from the osd cluster") {
+		t.Errorf("creating its Node with the removed node's kubelet certificate = %q, %v, want it denied as removed", out, err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Second) {
+		if out, err := n1.osd(time.Minute, "kubectl", "get", "node", n2.name); err == nil || !strings.Contains(out, "NotFound") {
+			t.Fatalf("kubectl get node %s with the removed node running again = %q, %v, want NotFound", n2.name, out, err)
+		}
+	}
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

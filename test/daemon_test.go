@@ -268,7 +268,7 @@ func TestDaemonLifecycle(t *testing.T) {
 		}
 
 		// The remote API: pinned to the cluster CA from the token, no client certificate.
-		anon, err := cluster.ClientTLSConfig(tok.Fingerprint, nil)
+		anon, err := cluster.ClientTLSConfig(tok.Fingerprint, "127.0.0.1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +281,7 @@ func TestDaemonLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		client, err := cluster.ClientTLSConfig(tok.Fingerprint, &pair)
+		client, err := cluster.ClientTLSConfig(tok.Fingerprint, "127.0.0.1", &pair)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func TestDaemonLifecycle(t *testing.T) {
 			t.Errorf("GET /1.0/nonexistent (trusted) = %d, want 404", code)
 		}
 		// A server that is not this cluster is refused by the pin.
-		wrongPin, _ := cluster.ClientTLSConfig(strings.Repeat("ab", 32), &pair)
+		wrongPin, _ := cluster.ClientTLSConfig(strings.Repeat("ab", 32), "127.0.0.1", &pair)
 		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: wrongPin}}
 		if resp, err := c.Get("https://127.0.0.1:18443/1.0"); err == nil {
 			resp.Body.Close()
