@@ -1,6 +1,8 @@
 // Package daemon is osd's composition root: it owns the daemon's lifecycle (Run blocks,
-// Ready says when the API answers, one ordered stop) and wires the state store, the REST
-// API, the embedded Kubernetes and the host preparation together. Only cmd imports it.
+// Ready says when the API answers, one ordered stop) and wires the resource packages
+// together over one narrow state.State: the state store, the operations, the embedded
+// Kubernetes node, and the REST API on the unix socket and over HTTPS. Only the osd
+// daemon command imports it.
 package daemon
 
 import (
@@ -14,147 +16,55 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
-	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
-	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/converge"
+	"github.com/osdcloud/osd/daemon/deployment"
+	"github.com/osdcloud/osd/daemon/images"
+	"github.com/osdcloud/osd/daemon/join"
+	"github.com/osdcloud/osd/daemon/launch"
+	"github.com/osdcloud/osd/daemon/members"
+	"github.com/osdcloud/osd/daemon/node"
+	"github.com/osdcloud/osd/daemon/operations"
 	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
-	"github.com/osdcloud/osd/netsetup"
 )
+
+// Config is how a daemon is started (state.Config).
+type Config = state.Config
 
 // Defaults for a host install.
 const (
-	DefaultStateDir = "/var/lib/osd"
-	DefaultRunDir   = "/run/osd"
-	// DefaultCacheDir keeps built images and downloaded packages; osd reset leaves it,
-	// so a host set up again does not rebuild what it had.
-	DefaultCacheDir = "/var/cache/osd"
+	DefaultStateDir      = state.DefaultStateDir
+	DefaultRunDir        = state.DefaultRunDir
+	DefaultCacheDir      = state.DefaultCacheDir
+	DefaultHTTPSAddress  = state.DefaultHTTPSAddress
+	DefaultAgentTokenTTL = state.DefaultAgentTokenTTL
+	// DefaultMemberCertLifetime is how long member certificates last unless configured.
+	DefaultMemberCertLifetime = cluster.MemberCertLifetime
 )
-
-// Config is how a daemon is started.
-type Config struct {
-	StateDir string
-	RunDir   string
-	CacheDir string // image store and package cache
-	Socket   string // default RunDir/osd.sock
-	NodeName string // default the host name
-	NodeIP   string
-	// KeepWorkloads leaves pod containers running when the daemon stops.
-	KeepWorkloads bool
-	// Self is the osd executable (default os.Executable()).
-	Self string
-	// External is the external network behind br-ex (default: isolated and NATed).
-	External netsetup.ExternalNetwork
-	// VolumeGroupBytes sizes the loop-backed cinder-volumes group (default 20 GiB).
-	VolumeGroupBytes int64
-	// HTTPSAddress is the remote API's listen address (default :8443; "none" disables it).
-	HTTPSAddress string
-	// CgroupRoot is the kubelet's cgroup root (default: env OSD_CGROUP_ROOT, else the
-	// hierarchy's root). Only for several nodes on one host, such as the cluster tests.
-	CgroupRoot string
-	// AgentTokenTTL is how long a joining node's k3s agent credential lives (default
-	// DefaultAgentTokenTTL).
-	AgentTokenTTL time.Duration
-	// MemberCertLifetime is how long the member certificates this daemon issues last
-	// (default cluster.MemberCertLifetime; members renew at half of it).
-	MemberCertLifetime time.Duration
-}
-
-// WithDefaults fills the zero fields of c.
-func (c Config) WithDefaults() (Config, error) {
-	if c.StateDir == "" {
-		c.StateDir = DefaultStateDir
-	}
-	if c.RunDir == "" {
-		c.RunDir = DefaultRunDir
-	}
-	if c.CacheDir == "" {
-		c.CacheDir = DefaultCacheDir
-	}
-	if c.Socket == "" {
-		c.Socket = filepath.Join(c.RunDir, "osd.sock")
-	}
-	for _, p := range []*string{&c.StateDir, &c.RunDir, &c.CacheDir, &c.Socket} {
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return c, err
-		}
-		*p = abs
-	}
-	if c.NodeName == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return c, fmt.Errorf("node name: %w", err)
-		}
-		c.NodeName = h
-	}
-	if c.HTTPSAddress == "" {
-		c.HTTPSAddress = DefaultHTTPSAddress
-	}
-	if c.CgroupRoot == "" {
-		c.CgroupRoot = os.Getenv("OSD_CGROUP_ROOT")
-	}
-	if c.VolumeGroupBytes == 0 {
-		c.VolumeGroupBytes = 20 << 30
-	}
-	if c.AgentTokenTTL != 0 && (c.AgentTokenTTL < time.Minute || c.AgentTokenTTL > 24*time.Hour) {
-		return c, fmt.Errorf("agent token lifetime %s is out of range, want between 1m and 24h", c.AgentTokenTTL)
-	}
-	if c.MemberCertLifetime != 0 && c.MemberCertLifetime < time.Minute {
-		return c, fmt.Errorf("member certificate lifetime %s is too short, want at least 1m (members renew at half of it)", c.MemberCertLifetime)
-	}
-	if _, err := c.External.Normalize(); err != nil {
-		return c, err
-	}
-	if c.Self == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return c, fmt.Errorf("find own executable: %w", err)
-		}
-		c.Self = self
-	}
-	return c, nil
-}
-
-func (c Config) paths() k3s.Paths {
-	return k3s.Paths{StateDir: c.StateDir, RunDir: c.RunDir, CgroupRoot: c.CgroupRoot}
-}
 
 // Daemon is one running osd daemon.
 type Daemon struct {
 	cfg     Config
 	started time.Time
 	ready   chan struct{}
-	state   atomic.Value // string: api.StateStarting, ...
-	kube    atomic.Pointer[k3s.NodeState]
+	status  atomic.Value // string: api.StateStarting, ...
+	failed  chan error   // a supervised part ended on its own
+	wg      sync.WaitGroup
 
-	db         *store.DB
-	containerd *k3s.Containerd
-	server     *k3s.Server
-	k8sOnce    sync.Mutex
-	failed     chan error // a supervised part ended on its own
-
-	runCtx context.Context // ends when the daemon stops
-
-	ctrlMu         sync.Mutex // one controller pass at a time
-	ctrl           *deploy.Controller
-	kc             *kubeClients
-	reconcilerOnce sync.Once
-
-	trust      *cluster.TrustSet
+	st         *state.State
+	conv       *converge.Service
+	images     *images.Service
+	deployment *deployment.Service
+	join       *join.Service
+	members    *members.Service
+	launch     *launch.Service
 	clusterSvc *cluster.Service
+	trust      *cluster.TrustSet
 	httpsAddr  string
-
-	builderOnce sync.Once
-	imgBuilder  *images.Builder
-	imagesBusy  sync.Mutex // one image build or import at a time
-	ops         operations
-	conv        converger
-	join        joiner
-	countVMs    VMCounter      // nil: pods labelled InstanceLabel (see members.go)
-	wg          sync.WaitGroup // background work that stop waits for
 
 	stopOnce sync.Once
 	undoMu   sync.Mutex
@@ -167,23 +77,36 @@ func New(cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, ready: make(chan struct{}), failed: make(chan error, 1)}
-	d.conv.state.State = "idle"
-	d.state.Store(api.StateStarting)
-	d.kube.Store(&k3s.NodeState{Reason: "embedded Kubernetes not started yet"})
+	d := &Daemon{cfg: cfg, ready: make(chan struct{}), failed: make(chan error, 1), started: time.Now()}
+	d.status.Store(api.StateStarting)
 	return d, nil
 }
 
 // Ready is closed once the API answers.
 func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
+// wire makes the state every resource package shares and the resources themselves.
+func (d *Daemon) wire(ctx context.Context, db *store.DB) {
+	st := &state.State{Cfg: d.cfg, DB: db, Ctx: ctx, WG: &d.wg, Started: d.started, Stop: d.fail,
+		Ops: operations.New(ctx, &d.wg)}
+	st.Node = node.New(ctx, d.cfg.K3s(), d.cfg.Self, node.Hooks{OnStop: d.onStop, Fail: d.fail})
+	d.st = st
+	d.images = images.New(st)
+	d.deployment = deployment.New(st)
+	d.conv = converge.New(st, func(detail func(string)) []bootstrap.Step {
+		return append([]bootstrap.Step{d.images.Step(detail)}, d.deployment.Steps(detail)...)
+	})
+	d.deployment.InitState, d.deployment.Dashboard = d.conv.Snapshot, d.conv.SetDashboard
+	d.join = join.New(st, d.ownAddress)
+	d.members = members.New(st, d.deployment.CloudClient, d.ownAddress)
+	d.launch = launch.New(st, d.deployment.CloudClient)
+}
+
 // Run starts the daemon and blocks until ctx ends or a part fails, then stops everything
 // it started (in the order stop explains).
 func (d *Daemon) Run(ctx context.Context) (err error) {
-	d.started = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	d.runCtx = ctx
 	defer func() {
 		cancel()
 		d.wg.Wait()
@@ -199,17 +122,39 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	d.onStop(func(context.Context) error { unlock(); return nil })
-
 	db, err := store.Open(ctx, filepath.Join(d.cfg.StateDir, "osd.db"))
 	if err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
-	d.db = db
 	d.onStop(func(context.Context) error { return db.Close() })
-
+	d.wire(ctx, db)
 	if err := d.startRemote(ctx); err != nil {
 		return err
 	}
+	if err := d.serveUnix(); err != nil {
+		return err
+	}
+	close(d.ready)
+	slog.Info("osd daemon listening", "socket", d.cfg.Socket, "state_dir", d.cfg.StateDir, "version", api.Version)
+	d.status.Store(api.StateRunning)
+	if err := d.conv.ResumeAtStart(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	d.join.ResumeAtStart(ctx)
+	select {
+	case <-ctx.Done():
+		slog.Info("osd daemon stopping")
+		return nil
+	case err := <-d.failed:
+		return err
+	}
+}
+
+// serveUnix serves the API on the root-only unix socket.
+func (d *Daemon) serveUnix() error {
 	l, err := rest.ListenUnix(d.cfg.Socket)
 	if err != nil {
 		return err
@@ -223,27 +168,14 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		os.Remove(d.cfg.Socket)
 		return err
 	})
-	close(d.ready)
-	slog.Info("osd daemon listening", "socket", d.cfg.Socket, "state_dir", d.cfg.StateDir, "version", api.Version)
+	return nil
+}
 
-	d.state.Store(api.StateRunning)
-	if v, _, err := db.GetConfig(ctx, configInitialized); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
-		return err
-	} else if v == "true" {
-		slog.Info("host was initialized before: converging it")
-		d.startConverge(ctx)
-	}
-	d.resumeJoin(ctx)
-
+// fail stops the daemon because of err (a supervised part ended, the node was removed).
+func (d *Daemon) fail(err error) {
 	select {
-	case <-ctx.Done():
-		slog.Info("osd daemon stopping")
-		return nil
-	case err := <-d.failed:
-		return err
+	case d.failed <- err:
+	default:
 	}
 }
 
@@ -260,11 +192,11 @@ func (d *Daemon) onStop(f func(context.Context) error) {
 func (d *Daemon) stop() error {
 	var errs []error
 	d.stopOnce.Do(func() {
-		d.state.Store(api.StateStopping)
+		d.status.Store(api.StateStopping)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if d.containerd != nil {
-			errs = append(errs, d.containerd.Stop(ctx, d.cfg.KeepWorkloads))
+		if d.st != nil {
+			errs = append(errs, d.st.Node.StopWorkloads(ctx, d.cfg.KeepWorkloads))
 		}
 		d.undoMu.Lock()
 		for i := len(d.undo) - 1; i >= 0; i-- {
@@ -274,12 +206,15 @@ func (d *Daemon) stop() error {
 		}
 		d.undo = nil
 		d.undoMu.Unlock()
-		if d.server != nil {
-			if err := errors.Join(errs...); err != nil {
-				slog.Error("osd daemon stop", "err", err)
-			}
-			slog.Info("osd daemon stopped; stopping the embedded Kubernetes")
-			errs = append(errs, d.server.Stop(90*time.Second))
+		if d.st == nil {
+			return
+		}
+		if err := errors.Join(errs...); err != nil {
+			slog.Error("osd daemon stop", "err", err)
+		}
+		if ran, err := d.st.Node.StopKubernetes(90 * time.Second); ran {
+			slog.Info("osd daemon stopped the embedded Kubernetes")
+			errs = append(errs, err)
 		}
 	})
 	return errors.Join(errs...)
@@ -287,10 +222,10 @@ func (d *Daemon) stop() error {
 
 // info is the answer to GET /1.0.
 func (d *Daemon) info() api.ServerInfo {
-	k := d.kube.Load()
+	k := d.st.Node.State()
 	return api.ServerInfo{
 		Version:   api.Version,
-		State:     d.state.Load().(string),
+		State:     d.status.Load().(string),
 		StateDir:  d.cfg.StateDir,
 		StartedAt: d.started,
 		Uptime:    time.Since(d.started).Round(time.Second).String(),

@@ -7,23 +7,21 @@ import (
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
-// endpoints is the daemon's REST API under /1.0.
+// endpoints is the daemon's REST API under /1.0: every resource's routes.
 func (d *Daemon) endpoints() []rest.Endpoint {
-	return append(d.clusterSvc.Endpoints(),
-		rest.Endpoint{Path: "", Get: rest.Action{Handler: func(*http.Request) rest.Response { return rest.SyncResponse(d.info()) }}},
-		rest.Endpoint{Path: "journal", Get: rest.Action{Handler: d.getJournal}},
-		rest.Endpoint{Path: "cluster/join-remote", Get: rest.Action{Handler: d.getJoinRemote}, Post: rest.Action{Handler: d.postJoinRemote}},
-		rest.Endpoint{Path: "init", Get: rest.Action{Handler: d.getInit}, Post: rest.Action{Handler: d.postInit}},
-		rest.Endpoint{Path: "preflight", Get: rest.Action{Handler: d.getPreflight}},
-		rest.Endpoint{Path: "operations/{id}", Get: rest.Action{Handler: d.getOperation}},
-		rest.Endpoint{Path: "deployment", Get: rest.Action{Handler: d.getDeployment}},
-		rest.Endpoint{Path: "deployment/values/{service}", Get: rest.Action{Handler: d.getRenderedValues}},
-		rest.Endpoint{Path: "images", Get: rest.Action{Handler: d.getImages}},
-		rest.Endpoint{Path: "images/build", Post: rest.Action{Handler: d.postImagesBuild}},
-		rest.Endpoint{Path: "images/export", Post: rest.Action{Handler: d.postImagesExport}},
-		rest.Endpoint{Path: "images/import", Post: rest.Action{Handler: d.postImagesImport}},
-		rest.Endpoint{Path: "instances", Get: rest.Action{Handler: d.getInstances}, Post: rest.Action{Handler: d.postInstances}},
-	)
+	eps := []rest.Endpoint{{Path: "", Get: rest.Action{Handler: func(*http.Request) rest.Response { return rest.SyncResponse(d.info()) }}}}
+	for _, r := range [][]rest.Endpoint{
+		d.clusterSvc.Endpoints(),
+		d.st.Ops.Endpoints(),
+		d.conv.Endpoints(),
+		d.join.Endpoints(),
+		d.deployment.Endpoints(),
+		d.images.Endpoints(),
+		d.launch.Endpoints(),
+	} {
+		eps = append(eps, r...)
+	}
+	return eps
 }
 
 // access is who may call each route of the API over HTTPS: the cluster's own routes
@@ -41,7 +39,9 @@ func access() cluster.AccessTable {
 		{Method: "GET", Path: "init"}:                        {op},
 		{Method: "POST", Path: "init"}:                       {op},
 		{Method: "GET", Path: "preflight"}:                   {op},
+		{Method: "GET", Path: "operations"}:                  {op},
 		{Method: "GET", Path: "operations/{id}"}:             {op},
+		{Method: "DELETE", Path: "operations/{id}"}:          {op},
 		{Method: "GET", Path: "deployment"}:                  {op},
 		{Method: "GET", Path: "deployment/values/{service}"}: {op},
 		{Method: "GET", Path: "images"}:                      {op},
@@ -55,12 +55,4 @@ func access() cluster.AccessTable {
 		t[r] = roles
 	}
 	return t
-}
-
-func (d *Daemon) getJournal(r *http.Request) rest.Response {
-	entries, err := d.db.RecentJournal(r.Context(), 200)
-	if err != nil {
-		return rest.ErrorResponse(err)
-	}
-	return rest.SyncResponse(entries)
 }

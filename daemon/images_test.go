@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/rest"
@@ -21,7 +22,12 @@ import (
 // The image endpoints need nothing else (no store, k3s or root).
 func imagesAPI(t *testing.T, cacheDir string) *client.Client {
 	t.Helper()
-	d := &Daemon{cfg: Config{CacheDir: cacheDir}, clusterSvc: &cluster.Service{}}
+	d, err := New(Config{StateDir: t.TempDir(), RunDir: t.TempDir(), CacheDir: cacheDir, NodeName: "node1", Self: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.wire(context.Background(), nil)
+	d.clusterSvc = &cluster.Service{}
 	sock := filepath.Join(t.TempDir(), "osd.socket")
 	l, err := rest.ListenUnix(sock)
 	if err != nil {
@@ -101,23 +107,23 @@ func TestImagesExportDestination(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		req  ImagesRequest
+		req  api.ImagesRequest
 		want string
 	}{
-		{"/etc", ImagesRequest{Path: "/etc"}, "/etc is a directory: give a file name inside it"},
-		{"/etc with force", ImagesRequest{Path: "/etc", Force: true}, "/etc is a directory"},
-		{"a directory", ImagesRequest{Path: dir, Force: true}, "is a directory"},
-		{"a trailing slash", ImagesRequest{Path: filepath.Join(dir, "new") + "/"}, "names a directory"},
-		{"relative", ImagesRequest{Path: "osd.bundle"}, "want an absolute path"},
-		{"no path", ImagesRequest{}, "want an absolute path"},
-		{"missing parent", ImagesRequest{Path: filepath.Join(dir, "nope", "b.bundle")}, "does not exist: create it first"},
-		{"parent is a file", ImagesRequest{Path: filepath.Join(existing, "b.bundle")}, "is not a directory"},
-		{"existing file", ImagesRequest{Path: existing}, "already exists: add --force"},
-		{"symbolic link", ImagesRequest{Path: filepath.Join(dir, "link"), Force: true}, "is a symbolic link"},
-		{"fifo", ImagesRequest{Path: filepath.Join(dir, "fifo"), Force: true}, "is a fifo, not a regular file"},
-		{"inside the image store", ImagesRequest{Path: filepath.Join(cache, "images", "oci", "index.json"), Force: true}, "is inside the image store"},
-		{"unknown image", ImagesRequest{Path: filepath.Join(dir, "b.bundle"), Names: []string{"nope"}}, `unknown image "nope"`},
-		{"image not built", ImagesRequest{Path: filepath.Join(dir, "b.bundle"), Names: []string{"memcached"}}, "image memcached is not built (osd images build memcached makes it)"},
+		{"/etc", api.ImagesRequest{Path: "/etc"}, "/etc is a directory: give a file name inside it"},
+		{"/etc with force", api.ImagesRequest{Path: "/etc", Force: true}, "/etc is a directory"},
+		{"a directory", api.ImagesRequest{Path: dir, Force: true}, "is a directory"},
+		{"a trailing slash", api.ImagesRequest{Path: filepath.Join(dir, "new") + "/"}, "names a directory"},
+		{"relative", api.ImagesRequest{Path: "osd.bundle"}, "want an absolute path"},
+		{"no path", api.ImagesRequest{}, "want an absolute path"},
+		{"missing parent", api.ImagesRequest{Path: filepath.Join(dir, "nope", "b.bundle")}, "does not exist: create it first"},
+		{"parent is a file", api.ImagesRequest{Path: filepath.Join(existing, "b.bundle")}, "is not a directory"},
+		{"existing file", api.ImagesRequest{Path: existing}, "already exists: add --force"},
+		{"symbolic link", api.ImagesRequest{Path: filepath.Join(dir, "link"), Force: true}, "is a symbolic link"},
+		{"fifo", api.ImagesRequest{Path: filepath.Join(dir, "fifo"), Force: true}, "is a fifo, not a regular file"},
+		{"inside the image store", api.ImagesRequest{Path: filepath.Join(cache, "images", "oci", "index.json"), Force: true}, "is inside the image store"},
+		{"unknown image", api.ImagesRequest{Path: filepath.Join(dir, "b.bundle"), Names: []string{"nope"}}, `unknown image "nope"`},
+		{"image not built", api.ImagesRequest{Path: filepath.Join(dir, "b.bundle"), Names: []string{"memcached"}}, "image memcached is not built (osd images build memcached makes it)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,15 +141,15 @@ func TestImagesExportDestination(t *testing.T) {
 		t.Errorf("existing file = %.40q after refused exports, want it unchanged", b)
 	}
 	var stored []images.Stored
-	if err := c.Query(ctx, http.MethodPost, "images/export", ImagesRequest{Path: existing, Force: true}, &stored); err != nil || len(stored) != 1 {
+	if err := c.Query(ctx, http.MethodPost, "images/export", api.ImagesRequest{Path: existing, Force: true}, &stored); err != nil || len(stored) != 1 {
 		t.Fatalf("POST images/export to an existing file with force = %v, %v; want pause exported", stored, err)
 	}
 	fresh := filepath.Join(dir, "new.bundle")
-	if err := c.Query(ctx, http.MethodPost, "images/export", ImagesRequest{Path: fresh, Names: []string{"pause"}}, &stored); err != nil || len(stored) != 1 {
+	if err := c.Query(ctx, http.MethodPost, "images/export", api.ImagesRequest{Path: fresh, Names: []string{"pause"}}, &stored); err != nil || len(stored) != 1 {
 		t.Fatalf("POST images/export to a new file = %v, %v; want pause exported", stored, err)
 	}
 	// What was exported imports again through the API (into the same store: same digest).
-	if err := c.Query(ctx, http.MethodPost, "images/import", ImagesRequest{Path: fresh}, &stored); err != nil || len(stored) != 1 || stored[0].Name != "pause" {
+	if err := c.Query(ctx, http.MethodPost, "images/import", api.ImagesRequest{Path: fresh}, &stored); err != nil || len(stored) != 1 || stored[0].Name != "pause" {
 		t.Errorf("POST images/import of the export = %v, %v; want pause", stored, err)
 	}
 }
@@ -165,7 +171,7 @@ func TestImagesImportRefusesBadFiles(t *testing.T) {
 		{notTar, "corrupt"},
 		{"rel.bundle", "want an absolute path"},
 	} {
-		err := c.Query(context.Background(), http.MethodPost, "images/import", ImagesRequest{Path: tc.path}, nil)
+		err := c.Query(context.Background(), http.MethodPost, "images/import", api.ImagesRequest{Path: tc.path}, nil)
 		if got := statusOf(err); got != http.StatusBadRequest || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("POST images/import %s = %v (status %d), want 400 saying %q", tc.path, err, got, tc.want)
 		}
@@ -188,7 +194,7 @@ func TestImagesBuildRefusesUnknownNames(t *testing.T) {
 	cache := t.TempDir()
 	c := imagesAPI(t, cache)
 	for _, name := range []string{"../../etc", "/tmp/x", "openstack/../compute", "", "OPENSTACK", "memcached\n"} {
-		err := c.Query(context.Background(), http.MethodPost, "images/build", ImagesRequest{Names: []string{name}}, nil)
+		err := c.Query(context.Background(), http.MethodPost, "images/build", api.ImagesRequest{Names: []string{name}}, nil)
 		if got := statusOf(err); got != http.StatusBadRequest || !strings.Contains(err.Error(), "unknown image") {
 			t.Errorf("POST images/build %q = %v (status %d), want 400 unknown image", name, err, got)
 		}

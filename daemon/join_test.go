@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/join"
+	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
 )
 
@@ -58,10 +60,10 @@ func testDaemon(t *testing.T, name string) (*Daemon, *client.Client) {
 func joinerState(t *testing.T, d *Daemon) []string {
 	t.Helper()
 	var left []string
-	if v, ok, err := d.db.GetConfig(context.Background(), configJoin); err != nil || ok {
-		left = append(left, "config "+configJoin+"="+v)
+	if v, ok, err := d.st.Get(context.Background(), state.KeyJoin); err != nil || ok {
+		left = append(left, "config "+string(state.KeyJoin)+"="+v)
 	}
-	for _, p := range []string{d.identityDir(), d.joinFile()} {
+	for _, p := range []string{join.IdentityDir(d.cfg), filepath.Join(d.cfg.ClusterDir(), "join.json")} {
 		if _, err := os.Stat(p); err == nil {
 			left = append(left, p)
 		}
@@ -74,15 +76,15 @@ func joinerState(t *testing.T, d *Daemon) []string {
 func serverState(t *testing.T, d *Daemon) string {
 	t.Helper()
 	ctx := context.Background()
-	ms, err := d.db.ListMembers(ctx)
+	ms, err := d.st.DB.ListMembers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := d.db.ListTrust(ctx)
+	trust, err := d.st.DB.ListTrust(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks, err := cluster.ListTokens(ctx, d.db, time.Now())
+	toks, err := cluster.ListTokens(ctx, d.st.DB, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 		{"truncated", func(t *testing.T) string { s := issue(t, srvAPI, "node2").Encode(); return s[:len(s)/2] }, http.StatusBadRequest, "truncated"},
 		{"expired (checked here)", func(t *testing.T) string {
 			revoke(t, srvAPI, "node2")
-			tok, err := cluster.Issue(ctx, srv.db, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			tok, err := cluster.Issue(ctx, srv.st.DB, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +190,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 		}, http.StatusForbidden, "expired at"},
 		{"expired (checked by the cluster)", func(t *testing.T) string {
 			revoke(t, srvAPI, "node2")
-			tok, err := cluster.Issue(ctx, srv.db, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			tok, err := cluster.Issue(ctx, srv.st.DB, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +231,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 			token := c.token(t)
 			before := serverState(t, srv)
 			seenBefore := mitmSeen.Load()
-			err := joinAPI.Query(ctx, http.MethodPost, "cluster/join-remote", JoinRemoteRequest{Token: token}, nil)
+			err := joinAPI.Query(ctx, http.MethodPost, "cluster/join-remote", api.JoinRemoteRequest{Token: token}, nil)
 			if got := statusOf(err); got != c.status {
 				t.Fatalf("POST cluster/join-remote = %v (status %d), want %d", err, got, c.status)
 			}
@@ -245,7 +247,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 			if n := mitmSeen.Load() - seenBefore; n != 0 {
 				t.Errorf("the man in the middle saw %d requests, want 0", n)
 			}
-			var st JoinStatus
+			var st api.JoinStatus
 			if err := joinAPI.Query(ctx, http.MethodGet, "cluster/join-remote", nil, &st); err != nil || st.State != "none" {
 				t.Errorf("GET cluster/join-remote = %+v, %v, want state none", st, err)
 			}
@@ -296,7 +298,7 @@ func joinAs(t *testing.T, tok cluster.Token) (*cluster.MemberIdentity, string) {
 }
 
 func TestJoinRemoteRefusesBadRequests(t *testing.T) {
-	_, api := testDaemon(t, "node2")
+	_, local := testDaemon(t, "node2")
 	ctx := context.Background()
 	for _, c := range []struct {
 		name    string
@@ -305,11 +307,11 @@ func TestJoinRemoteRefusesBadRequests(t *testing.T) {
 		wantMsg string
 	}{
 		{"unknown field", map[string]any{"token": "x", "admin": true}, http.StatusBadRequest, "unknown field"},
-		{"empty token", JoinRemoteRequest{}, http.StatusBadRequest, "join token is empty"},
-		{"unknown role", JoinRemoteRequest{Token: validLookingToken("node2"), Roles: []string{"gpu"}}, http.StatusBadRequest, "unknown role \"gpu\""},
+		{"empty token", api.JoinRemoteRequest{}, http.StatusBadRequest, "join token is empty"},
+		{"unknown role", api.JoinRemoteRequest{Token: validLookingToken("node2"), Roles: []string{"gpu"}}, http.StatusBadRequest, "unknown role \"gpu\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := api.Query(ctx, http.MethodPost, "cluster/join-remote", c.body, nil)
+			err := local.Query(ctx, http.MethodPost, "cluster/join-remote", c.body, nil)
 			if statusOf(err) != c.status || !strings.Contains(err.Error(), c.wantMsg) {
 				t.Errorf("POST cluster/join-remote(%v) = %v, want %d %q", c.body, err, c.status, c.wantMsg)
 			}
@@ -322,72 +324,6 @@ func validLookingToken(name string) string {
 	rand.Read(b)
 	return cluster.Token{Name: name, Secret: base64.RawURLEncoding.EncodeToString(b), Fingerprint: strings.Repeat("ab", 32),
 		Addresses: []string{"127.0.0.1:1"}, Expires: time.Now().Add(time.Hour)}.Encode()
-}
-
-func TestValidateJoinToken(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	tok := func(name string, exp time.Time) string {
-		return cluster.Token{Name: name, Secret: base64.RawURLEncoding.EncodeToString(make([]byte, 32)), Fingerprint: strings.Repeat("0f", 32),
-			Addresses: []string{"10.0.0.1:8443"}, Expires: exp}.Encode()
-	}
-	for _, c := range []struct {
-		name, token, node, wantErr string
-	}{
-		{"good", tok("node2", now.Add(time.Minute)), "node2", ""},
-		{"expired", tok("node2", now), "node2", "expired at 2026-01-01T12:00:00Z"},
-		{"other node", tok("node3", now.Add(time.Minute)), "node2", "is for node3, but this node is called node2"},
-		{"garbage", "%%%", "node2", "not valid base64"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ValidateJoinToken(c.token, c.node, now)
-			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Errorf("ValidateJoinToken(%s) = %v, want %q", c.name, err, c.wantErr)
-			}
-		})
-	}
-}
-
-func TestJoinSteps(t *testing.T) {
-	for _, c := range []struct {
-		roles []string
-		want  []string
-	}{
-		{[]string{"control"}, nil},
-		{[]string{"compute"}, []string{"kvm-permissions", "libvirt", "openvswitch"}},
-		{[]string{"network"}, []string{"external-network", "openvswitch"}},
-		{[]string{"storage"}, []string{"volume-group"}},
-		{[]string{"compute", "network"}, []string{"external-network", "kvm-permissions", "libvirt", "openvswitch"}},
-	} {
-		var got []string
-		for k := range JoinSteps(c.roles) {
-			got = append(got, k)
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, c.want) {
-			t.Errorf("JoinSteps(%v) = %v, want %v", c.roles, got, c.want)
-		}
-	}
-}
-
-// TestJoinPlanSkipsHostServices checks the plan a control node runs: no Open vSwitch, no
-// libvirt, nothing on the host but its Kubernetes agent.
-func TestJoinPlanSkipsHostServices(t *testing.T) {
-	d := &Daemon{cfg: Config{StateDir: t.TempDir()}}
-	for _, c := range []struct {
-		roles []string
-		want  []string
-	}{
-		{[]string{"control"}, []string{"kubernetes-agent", "kubernetes-node", "cluster-member"}},
-		{[]string{"compute", "network"}, []string{"kvm-permissions", "openvswitch", "external-network", "libvirt", "kubernetes-agent", "kubernetes-node", "cluster-member"}},
-	} {
-		var got []string
-		for _, s := range d.joinPlan(preflight.Decisions{}, joinRecord{Roles: c.roles}) {
-			got = append(got, s.Name)
-		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("joinPlan(%v) = %v, want %v", c.roles, got, c.want)
-		}
-	}
 }
 
 // TestHeartbeatAfterRemoval: a member's heartbeat works until the cluster removes it, then
@@ -417,7 +353,7 @@ func TestHeartbeatAfterRemoval(t *testing.T) {
 	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test"); !errors.Is(err, cluster.ErrRemoved) {
 		t.Errorf("SendHeartbeat() after removal = %v, want ErrRemoved", err)
 	}
-	if _, err := srv.db.GetMember(ctx, "node7"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := srv.st.DB.GetMember(ctx, "node7"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetMember(node7) after removal = %v, want not found", err)
 	}
 }

@@ -61,7 +61,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		t.Errorf("openapi = %q, want 3.x", doc.OpenAPI)
 	}
-	d := &Daemon{clusterSvc: &cluster.Service{}}
+	d := unstarted(t)
 	registered := routes(d.endpoints())
 	documented := map[string]bool{}
 	opIDs := map[string]string{}
@@ -141,7 +141,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // TestAccessTableCoversEveryRoute: every route the daemon registers has a rule in the
 // access table, and a route added without one is caught.
 func TestAccessTableCoversEveryRoute(t *testing.T) {
-	d := &Daemon{clusterSvc: &cluster.Service{}}
+	d := unstarted(t)
 	eps := d.endpoints()
 	if missing := access().Missing(rest.Routes(eps)); len(missing) > 0 {
 		t.Errorf("routes without an access rule: %v (add them to access() in handlers.go)", missing)
@@ -274,4 +274,16 @@ func encodeCertPEM(c *tls.Certificate) []byte {
 
 func pemEncode(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// unstarted is a daemon wired but not running: enough to list its routes.
+func unstarted(t *testing.T) *Daemon {
+	t.Helper()
+	d, err := New(Config{StateDir: t.TempDir(), RunDir: t.TempDir(), NodeName: "node1", Self: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.wire(context.Background(), nil)
+	d.clusterSvc = &cluster.Service{}
+	return d
 }

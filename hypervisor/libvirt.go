@@ -8,6 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/digitalocean/go-libvirt"
@@ -235,4 +236,35 @@ func ParseDomainTypes(capsXML string) (arch string, types []string, err error) {
 // formatVersion turns libvirt's major*1e6+minor*1e3+release into "M.m.r".
 func formatVersion(v uint64) string {
 	return fmt.Sprintf("%d.%d.%d", v/1000000, v/1000%1000, v%1000)
+}
+
+// IsInstanceDomain says whether a libvirt domain is a Nova instance (Nova names them
+// instance-XXXXXXXX by default).
+func IsInstanceDomain(name string) bool { return strings.HasPrefix(name, "instance-") }
+
+// DestroyInstances stops and undefines Nova's guests in the libvirt at socket (osd reset)
+// and returns how many.
+func DestroyInstances(ctx context.Context, socket string) (int, error) {
+	l, err := Connect(ctx, socket)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Disconnect()
+	doms, _, err := l.ConnectListAllDomains(1, 0)
+	if err != nil {
+		return 0, fmt.Errorf("list libvirt domains: %w", err)
+	}
+	n := 0
+	for _, d := range doms {
+		if !IsInstanceDomain(d.Name) {
+			continue
+		}
+		l.DomainDestroy(d) // fails when it is not running: undefine still applies
+		// Flags: also drop managed save images, snapshots metadata and NVRAM.
+		if err := l.DomainUndefineFlags(d, 1|2|4); err != nil {
+			return n, fmt.Errorf("undefine %s: %w", d.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 // BenchmarkOpenStack measures a full osd init on a fresh state dir (images from the cache
@@ -35,7 +35,7 @@ func BenchmarkOpenStack(b *testing.B) {
 		b.Fatalf("osd init: %v\n%s", err, out)
 	}
 	total := time.Since(t0)
-	var st daemon.InitState
+	var st api.InitState
 	if err := n.query("init", &st); err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,27 @@ type Service struct {
 	DependsOn []string // services that must be Ready first
 	Enabled   bool     // enabled unless spec.services[name].enabled says otherwise
 	Images    []string // image names (keys of spec.images) the chart uses
+	// Ports are the service's NodePorts: the one place they are decided. The daemon
+	// sets each in the chart's values and builds the public endpoints from them.
+	Ports []Port
+}
+
+// Port is one NodePort of a service.
+type Port struct {
+	Name     string // "public" for the service's API; others by what they serve
+	NodePort int
+	Values   string // dotted path of the NodePort in the chart's values
+	Path     string // path of the public URL after host:port ("/v3", "/v2.1", "/horizon")
+}
+
+// Port returns the service's port called name.
+func (s Service) Port(name string) (Port, bool) {
+	for _, p := range s.Ports {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Port{}, false
 }
 
 // Catalog is the set of services osd knows and their dependency DAG.
@@ -36,16 +57,24 @@ func DefaultCatalog() Catalog {
 		{Name: "mariadb", Chart: "mariadb", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"mariadb"}},
 		{Name: "rabbitmq", Chart: "rabbitmq", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"rabbitmq"}},
 		{Name: "memcached", Chart: "memcached", Namespace: Namespace, DependsOn: []string{"coredns"}, Enabled: true, Images: []string{"memcached"}},
-		{Name: "keystone", Chart: "keystone", Namespace: Namespace, DependsOn: []string{"mariadb", "rabbitmq", "memcached"}, Enabled: true, Images: []string{"openstack"}},
+		{Name: "keystone", Chart: "keystone", Namespace: Namespace, DependsOn: []string{"mariadb", "rabbitmq", "memcached"}, Enabled: true, Images: []string{"openstack"},
+			Ports: []Port{{Name: "public", NodePort: KeystoneNodePort, Values: "service.nodePort", Path: "/v3"}}},
 		{Name: "ceph", Chart: "ceph", Namespace: Namespace, Images: []string{"ceph"}},
-		{Name: "glance", Chart: "glance", Namespace: Namespace, DependsOn: []string{"keystone", "ceph"}, Enabled: true, Images: []string{"openstack"}},
-		{Name: "placement", Chart: "placement", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"openstack"}},
+		{Name: "glance", Chart: "glance", Namespace: Namespace, DependsOn: []string{"keystone", "ceph"}, Enabled: true, Images: []string{"openstack"},
+			Ports: []Port{{Name: "public", NodePort: 30292, Values: "service.nodePort"}}},
+		{Name: "placement", Chart: "placement", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"openstack"},
+			Ports: []Port{{Name: "public", NodePort: 30778, Values: "service.nodePort"}}},
 		{Name: "ovn", Chart: "ovn", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"ovn"}},
-		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"glance", "placement", "ovn"}, Enabled: true, Images: []string{"openstack"}},
-		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"neutron"}, Enabled: true, Images: []string{"openstack", "compute"}},
+		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"glance", "placement", "ovn"}, Enabled: true, Images: []string{"openstack"},
+			Ports: []Port{{Name: "public", NodePort: 30696, Values: "service.nodePort"}}},
+		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"neutron"}, Enabled: true, Images: []string{"openstack", "compute"},
+			Ports: []Port{{Name: "public", NodePort: 30774, Values: "service.nodePort", Path: "/v2.1"},
+				{Name: "novnc", NodePort: 30680, Values: "novncproxy.service.nodePort", Path: "/vnc_lite.html"}}},
 		{Name: "cinder", Chart: "cinder", Namespace: Namespace, DependsOn: []string{"keystone", "ceph"}, Images: []string{"openstack"}},
-		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"nova"}, Enabled: true, Images: []string{"openstack"}},
-		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"heat"}, Enabled: true, Images: []string{"openstack"}},
+		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"nova"}, Enabled: true, Images: []string{"openstack"},
+			Ports: []Port{{Name: "public", NodePort: 30004, Values: "service.nodePorts.api"}, {Name: "cfn", NodePort: 30000, Values: "service.nodePorts.cfn"}}},
+		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"heat"}, Enabled: true, Images: []string{"openstack"},
+			Ports: []Port{{Name: "public", NodePort: 30080, Values: "service.nodePort", Path: "/horizon"}}},
 	}}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 func newClusterCmd(g *globals) *cobra.Command {
@@ -26,8 +26,8 @@ func newClusterCmd(g *globals) *cobra.Command {
 			"on standard input or in a file rather than on the command line where other users can see it.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var tok cluster.IssuedToken
-			req := cluster.TokenRequest{Name: args[0], Roles: roles, TTL: ttl}
+			var tok api.IssuedToken
+			req := api.TokenRequest{Name: args[0], Roles: roles, TTL: ttl}
 			if err := g.client().Query(cmd.Context(), "POST", "cluster/tokens", req, &tok); err != nil {
 				return err
 			}
@@ -37,7 +37,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 		},
 	}
 	add.Flags().StringVar(&ttl, "ttl", "1h", "how long the token is valid (e.g. 30m, 2h)")
-	add.Flags().StringSliceVar(&roles, "role", cluster.DefaultJoinRoles, "roles of the joining host: compute, control, network, storage (repeat or comma-separate)")
+	add.Flags().StringSliceVar(&roles, "role", api.DefaultJoinRoles, "roles of the joining host: compute, control, network, storage (repeat or comma-separate)")
 	var format string
 	tokens := &cobra.Command{
 		Use:   "tokens",
@@ -47,7 +47,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			var list []cluster.TokenInfo
+			var list []api.TokenInfo
 			if err := g.client().Query(cmd.Context(), "GET", "cluster/tokens", nil, &list); err != nil {
 				return err
 			}
@@ -81,7 +81,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 			if err := checkFormat(listFormat); err != nil {
 				return err
 			}
-			var members []cluster.Member
+			var members []api.Member
 			if err := g.client().Query(cmd.Context(), "GET", "cluster/members", nil, &members); err != nil {
 				return err
 			}
@@ -120,7 +120,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 }
 
 // memberRow is one line of osd cluster list (tab-separated).
-func memberRow(m cluster.Member, now time.Time) string {
+func memberRow(m api.Member, now time.Time) string {
 	hb := "never"
 	if m.LastHeartbeat != nil {
 		hb = now.Sub(*m.LastHeartbeat).Round(time.Second).String() + " ago"
@@ -148,8 +148,8 @@ func newTrustCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("read certificate: %w", err)
 			}
-			var e cluster.TrustEntry
-			if err := g.client().Query(cmd.Context(), "POST", "trust", cluster.TrustRequest{Name: args[0], Certificate: string(pem)}, &e); err != nil {
+			var e api.TrustEntry
+			if err := g.client().Query(cmd.Context(), "POST", "trust", api.TrustRequest{Name: args[0], Certificate: string(pem)}, &e); err != nil {
 				return err
 			}
 			fmt.Printf("trusted %s (%s)\n", e.Name, e.Fingerprint)
@@ -161,7 +161,7 @@ func newTrustCmd(g *globals) *cobra.Command {
 		Short: "List trusted certificates",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var entries []cluster.TrustEntry
+			var entries []api.TrustEntry
 			if err := g.client().Query(cmd.Context(), "GET", "trust", nil, &entries); err != nil {
 				return err
 			}

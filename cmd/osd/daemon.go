@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/osdcloud/osd/daemon"
-	"github.com/osdcloud/osd/daemon/cluster"
 )
 
 func newDaemonCmd(g *globals) *cobra.Command {
@@ -57,7 +56,7 @@ func newDaemonCmd(g *globals) *cobra.Command {
 	f.StringVar(&cfg.CgroupRoot, "cgroup-root", "", "the kubelet's cgroup root, for more than one node on a host (default: env OSD_CGROUP_ROOT, else the root)")
 	f.BoolVar(&debug, "debug", false, "log at debug level")
 	f.DurationVar(&cfg.AgentTokenTTL, "agent-token-ttl", daemon.DefaultAgentTokenTTL, "how long a joining node's k3s agent credential lives (dropped when its join completes)")
-	f.DurationVar(&cfg.MemberCertLifetime, "member-cert-lifetime", cluster.MemberCertLifetime, "how long the member certificates this daemon issues last (members renew at half of it)")
+	f.DurationVar(&cfg.MemberCertLifetime, "member-cert-lifetime", daemon.DefaultMemberCertLifetime, "how long the member certificates this daemon issues last (members renew at half of it)")
 	// Shortened only by tests of expiry and renewal.
 	_ = f.MarkHidden("agent-token-ttl")
 	_ = f.MarkHidden("member-cert-lifetime")

@@ -8,7 +8,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/api"
 )
 
@@ -89,12 +88,12 @@ func TestToolArgs(t *testing.T) {
 }
 
 func TestStatusTableDeployment(t *testing.T) {
-	st := statusView{ServerInfo: api.ServerInfo{State: api.StateRunning}, Deployment: &deploy.DeploymentStatus{
-		Children: map[string]deploy.ChildStatus{
+	st := statusView{ServerInfo: api.ServerInfo{State: api.StateRunning}, Deployment: &api.DeploymentStatus{
+		Children: map[string]api.ChildStatus{
 			"keystone": {State: "installing", Revision: 1, Message: "waiting for workloads"},
 			"mariadb":  {State: "ready", Revision: 2},
 		},
-		Health: map[string]deploy.WorkloadHealth{
+		Health: map[string]api.WorkloadHealth{
 			"Job/openstack/keystone-init":   {Kind: "Job", Name: "keystone-init", Desired: 1, Reason: "init container db-sync: CrashLoopBackOff"},
 			"StatefulSet/openstack/mariadb": {Kind: "StatefulSet", Name: "mariadb", Ready: 1, Desired: 1},
 		},

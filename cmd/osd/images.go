@@ -10,8 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/osdcloud/osd/bootstrap/images"
-	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 )
 
@@ -29,7 +28,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			var st []images.Status
+			var st []api.ImageStatus
 			if err := g.client().Query(cmd.Context(), "GET", "images", nil, &st); err != nil {
 				return err
 			}
@@ -59,8 +58,8 @@ func newImagesCmd(g *globals) *cobra.Command {
 		Short: "Build images from Debian packages (all when no name is given); unchanged recipes are not rebuilt",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := g.client()
-			var op daemon.Operation
-			if err := c.Query(cmd.Context(), "POST", "images/build", daemon.ImagesRequest{Names: args}, &op); err != nil {
+			var op api.Operation
+			if err := c.Query(cmd.Context(), "POST", "images/build", api.ImagesRequest{Names: args}, &op); err != nil {
 				return err
 			}
 			return followOperation(cmd.Context(), c, op.ID)
@@ -76,8 +75,8 @@ func newImagesCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var stored []images.Stored
-			if err := g.client().Query(cmd.Context(), "POST", "images/export", daemon.ImagesRequest{Path: path, Names: args[1:], Force: force}, &stored); err != nil {
+			var stored []api.StoredImage
+			if err := g.client().Query(cmd.Context(), "POST", "images/export", api.ImagesRequest{Path: path, Names: args[1:], Force: force}, &stored); err != nil {
 				return err
 			}
 			for _, s := range stored {
@@ -100,8 +99,8 @@ func newImagesCmd(g *globals) *cobra.Command {
 			if _, err := os.Stat(path); err != nil {
 				return fmt.Errorf("bundle %s: %w", path, err)
 			}
-			var stored []images.Stored
-			if err := g.client().Query(cmd.Context(), "POST", "images/import", daemon.ImagesRequest{Path: path}, &stored); err != nil {
+			var stored []api.StoredImage
+			if err := g.client().Query(cmd.Context(), "POST", "images/import", api.ImagesRequest{Path: path}, &stored); err != nil {
 				return err
 			}
 			for _, s := range stored {
@@ -118,7 +117,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 func followOperation(ctx context.Context, c *client.Client, id string) error {
 	shown := 0
 	for {
-		var op daemon.Operation
+		var op api.Operation
 		if err := c.Query(ctx, "GET", "operations/"+id, nil, &op); err != nil {
 			return err
 		}

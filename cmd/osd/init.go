@@ -15,13 +15,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 )
 
 func newInitCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
-	var req daemon.InitRequest
+	var req api.InitRequest
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Bring this host up as an osd cloud (idempotent: re-run it at any time)",
@@ -33,7 +33,7 @@ func newInitCmd(g *globals) *cobra.Command {
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", timeout)
 			}
-			unlock, err := daemon.LockInit(g.stateDir)
+			unlock, err := client.LockInit(g.stateDir)
 			if err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ func newInitCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func runInit(ctx context.Context, g *globals, p *progress, req daemon.InitRequest) error {
+func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) error {
 	c := g.client()
 	p.step("osd daemon")
 	if err := ensureDaemon(ctx, g, c); err != nil {
@@ -59,13 +59,13 @@ func runInit(ctx context.Context, g *globals, p *progress, req daemon.InitReques
 		return exitError{1}
 	}
 	p.ok("running")
-	var st daemon.InitState
-	if err := c.Query(ctx, "POST", "init", req, &st); err != nil {
+	if _, _, err := c.Init(ctx, req); err != nil {
 		return err
 	}
 	shown := 0 // steps already printed as finished
 	for {
-		if err := c.Query(ctx, "GET", "init", nil, &st); err != nil {
+		st, err := c.InitState(ctx)
+		if err != nil {
 			return err
 		}
 		for shown < len(st.Steps) {
@@ -120,9 +120,6 @@ func runInit(ctx context.Context, g *globals, p *progress, req daemon.InitReques
 		if shown < len(st.Steps) {
 			if st.Detail != "" {
 				p.waiting(st.Detail)
-			} else if strings.HasPrefix(st.Steps[shown].Step, "kubernetes") {
-				info, _ := c.ServerInfo(ctx)
-				p.waiting(info.Kubernetes.Reason)
 			}
 		}
 		select {
@@ -141,7 +138,7 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 	} else if !errors.Is(err, client.ErrDaemonNotRunning) {
 		return err
 	}
-	if _, held := daemon.LockHolder(g.stateDir); !held {
+	if _, held := client.LockHolder(g.stateDir); !held {
 		if err := startDaemon(g); err != nil {
 			return err
 		}
@@ -150,10 +147,10 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 		if _, err := c.ServerInfo(ctx); err == nil {
 			return nil
 		}
-		if _, held := daemon.LockHolder(g.stateDir); !held {
+		if _, held := client.LockHolder(g.stateDir); !held {
 			// Give a fresh process a moment to take its lock before calling it dead.
 			time.Sleep(500 * time.Millisecond)
-			if _, held := daemon.LockHolder(g.stateDir); !held {
+			if _, held := client.LockHolder(g.stateDir); !held {
 				if _, err := c.ServerInfo(ctx); err != nil {
 					return fmt.Errorf("the osd daemon exited at start; see %s", filepath.Join(g.stateDir, "logs", "daemon.log"))
 				}
@@ -171,7 +168,7 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 // startDaemon starts the daemon: through systemd when osd's unit is installed, else as a
 // detached process of its own session, logging to STATE/logs/daemon.log.
 func startDaemon(g *globals) error {
-	if _, err := os.Stat("/run/systemd/system"); err == nil && g.stateDir == daemon.DefaultStateDir {
+	if _, err := os.Stat("/run/systemd/system"); err == nil && g.stateDir == client.DefaultStateDir {
 		if out, err := exec.Command("systemctl", "cat", "osd.service").CombinedOutput(); err == nil && len(out) > 0 {
 			if out, err := exec.Command("systemctl", "start", "osd.service").CombinedOutput(); err != nil {
 				return fmt.Errorf("systemctl start osd: %w: %s", err, strings.TrimSpace(string(out)))

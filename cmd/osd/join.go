@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/osdcloud/osd/daemon"
 	"github.com/osdcloud/osd/daemon/api"
 )
 
@@ -64,20 +63,15 @@ func runJoin(ctx context.Context, g *globals, token string, timeout time.Duratio
 	if err := ensureDaemon(ctx, g, c); err != nil {
 		return err
 	}
-	env, err := c.Raw(ctx, "POST", "cluster/join-remote", daemon.JoinRemoteRequest{Token: token})
+	id, st, done, err := c.Join(ctx, api.JoinRemoteRequest{Token: token})
 	if err != nil {
 		return err
 	}
-	var st daemon.JoinStatus
-	if err := env.MetadataAs(&st); err != nil {
-		return err
-	}
-	if env.Type == api.SyncResponse {
+	if done {
 		fmt.Printf("this node is already %s %s of the cluster at %s (roles %s)\n", st.Name, st.State, st.Server, strings.Join(st.Roles, ","))
 		return nil
 	}
 	fmt.Printf("joining the cluster at %s as %s with roles %s\n", st.Server, st.Name, strings.Join(st.Roles, ","))
-	id := strings.TrimPrefix(env.Operation, "/1.0/operations/")
 	if err := followOperation(ctx, c, id); err != nil {
 		return fmt.Errorf("%w\nfix the cause and run osd join again: it resumes where it stopped", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 func TestReadToken(t *testing.T) {
@@ -35,13 +35,13 @@ func TestMemberRow(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	beat := now.Add(-42 * time.Second)
 	for _, c := range []struct {
-		m    cluster.Member
+		m    api.Member
 		want string
 	}{
-		{cluster.Member{Name: "node2", Address: "10.0.0.2:8443", Roles: []string{"compute", "network"}, NodeState: "Ready", Version: "v1", LastHeartbeat: &beat},
+		{api.Member{Name: "node2", Address: "10.0.0.2:8443", Roles: []string{"compute", "network"}, NodeState: "Ready", Version: "v1", LastHeartbeat: &beat},
 			"node2\t10.0.0.2:8443\tcompute,network\tReady\tv1\t42s ago"},
-		{cluster.Member{Name: "node3", NodeState: "absent"}, "node3\t-\t-\tabsent\t-\tnever"},
-		{cluster.Member{Name: "node1", Local: true, LastHeartbeat: &now, NodeState: "Ready"}, "node1\t-\t-\tReady\t-\t(this node)"},
+		{api.Member{Name: "node3", NodeState: "absent"}, "node3\t-\t-\tabsent\t-\tnever"},
+		{api.Member{Name: "node1", Local: true, LastHeartbeat: &now, NodeState: "Ready"}, "node1\t-\t-\tReady\t-\t(this node)"},
 	} {
 		if got := memberRow(c.m, now); got != c.want {
 			t.Errorf("memberRow(%s) = %q, want %q", c.m.Name, got, c.want)

@@ -11,13 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
-	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 )
 
 func newLaunchCmd(g *globals) *cobra.Command {
-	var req cloud.LaunchRequest
+	var req api.LaunchRequest
 	var format string
 	cmd := &cobra.Command{
 		Use:   "launch [NAME]",
@@ -35,7 +34,7 @@ lease in the console log, router gateway, host route). NAME defaults to osd-test
 				req.Name = args[0]
 			}
 			c := g.client()
-			var op daemon.Operation
+			var op api.Operation
 			if err := c.Query(cmd.Context(), "POST", "instances", req, &op); err != nil {
 				return err
 			}
@@ -43,7 +42,7 @@ lease in the console log, router gateway, host route). NAME defaults to osd-test
 			if err != nil {
 				return err
 			}
-			var res cloud.LaunchResult
+			var res api.LaunchResult
 			if final.Result != nil {
 				b, _ := json.Marshal(final.Result)
 				json.Unmarshal(b, &res)
@@ -73,10 +72,10 @@ lease in the console log, router gateway, host route). NAME defaults to osd-test
 }
 
 // waitOperation follows an operation until it ends, printing its events when show is set.
-func waitOperation(ctx context.Context, c *client.Client, id string, show bool) (daemon.Operation, error) {
+func waitOperation(ctx context.Context, c *client.Client, id string, show bool) (api.Operation, error) {
 	shown := 0
 	for {
-		var op daemon.Operation
+		var op api.Operation
 		if err := c.Query(ctx, "GET", "operations/"+id, nil, &op); err != nil {
 			return op, err
 		}
@@ -96,7 +95,7 @@ func waitOperation(ctx context.Context, c *client.Client, id string, show bool) 
 	}
 }
 
-func printLaunch(r cloud.LaunchResult) {
+func printLaunch(r api.LaunchResult) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "name\t%s\n", r.Name)
 	fmt.Fprintf(tw, "id\t%s\n", r.ID)

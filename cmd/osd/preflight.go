@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/osdcloud/osd/bootstrap/preflight"
-	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/client"
 )
 
 func newPreflightCmd(g *globals) *cobra.Command {
@@ -21,7 +21,7 @@ func newPreflightCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("unknown format %q: use one of table, json, yaml", format)
 			}
 			cfg := preflight.ProbeConfig{StateDir: g.stateDir, RunDir: g.runDir}
-			if pid, ok := daemon.LockHolder(g.stateDir); ok {
+			if pid, ok := client.LockHolder(g.stateDir); ok {
 				cfg.SelfPIDs = []int{os.Getpid(), pid}
 			}
 			rep, err := preflight.Run(cmd.Context(), cfg, preflight.DefaultRequirements())

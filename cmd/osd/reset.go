@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/client"
+	"github.com/osdcloud/osd/daemon/reset"
+	"github.com/osdcloud/osd/daemon/state"
 )
 
 func newResetCmd(g *globals) *cobra.Command {
@@ -56,7 +58,7 @@ func runReset(ctx context.Context, g *globals) error {
 	if err := stopDaemon(g); err != nil {
 		return err
 	}
-	err := daemon.Reset(ctx, daemon.Config{StateDir: g.stateDir, RunDir: g.runDir, Socket: g.socket}, os.Stdout)
+	err := reset.Reset(ctx, state.Config{StateDir: g.stateDir, RunDir: g.runDir, Socket: g.socket}, os.Stdout)
 	if err != nil {
 		return fmt.Errorf("reset incomplete (re-run osd reset): %w", err)
 	}
@@ -67,14 +69,14 @@ func runReset(ctx context.Context, g *globals) error {
 // stopDaemon stops a running daemon: through systemd when it runs the daemon, else by
 // SIGTERM to the lock holder, escalating to SIGKILL after two minutes.
 func stopDaemon(g *globals) error {
-	if _, err := os.Stat("/run/systemd/system"); err == nil && g.stateDir == daemon.DefaultStateDir {
+	if _, err := os.Stat("/run/systemd/system"); err == nil && g.stateDir == client.DefaultStateDir {
 		if exec.Command("systemctl", "is-active", "--quiet", "osd.service").Run() == nil {
 			if out, err := exec.Command("systemctl", "stop", "osd.service").CombinedOutput(); err != nil {
 				return fmt.Errorf("systemctl stop osd: %w: %s", err, strings.TrimSpace(string(out)))
 			}
 		}
 	}
-	pid, held := daemon.LockHolder(g.stateDir)
+	pid, held := client.LockHolder(g.stateDir)
 	if !held {
 		return nil
 	}
@@ -82,7 +84,7 @@ func stopDaemon(g *globals) error {
 	syscall.Kill(pid, syscall.SIGTERM)
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		if _, held := daemon.LockHolder(g.stateDir); !held {
+		if _, held := client.LockHolder(g.stateDir); !held {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -6,16 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
-	"github.com/osdcloud/osd/daemon"
 	"github.com/osdcloud/osd/daemon/api"
 )
 
 // statusView is everything osd status shows.
 type statusView struct {
 	api.ServerInfo
-	Init       *daemon.InitState        `json:"init,omitempty"`
-	Deployment *deploy.DeploymentStatus `json:"deployment,omitempty"`
+	Init       *api.InitState        `json:"init,omitempty"`
+	Deployment *api.DeploymentStatus `json:"deployment,omitempty"`
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -35,12 +33,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			var st statusView
 			st.ServerInfo = info
-			var init daemon.InitState
-			if err := c.Query(cmd.Context(), "GET", "init", nil, &init); err == nil {
+			if init, err := c.InitState(cmd.Context()); err == nil {
 				st.Init = &init
 			}
-			var dep deploy.DeploymentStatus
-			if err := c.Query(cmd.Context(), "GET", "deployment", nil, &dep); err == nil {
+			if dep, err := c.Deployment(cmd.Context()); err == nil {
 				st.Deployment = &dep
 			}
 			return render(os.Stdout, format, st, statusTable(st))

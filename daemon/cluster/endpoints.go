@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/store"
 )
@@ -14,34 +15,17 @@ import (
 // maxJoinBody bounds join request bodies (they reach the server unauthenticated).
 const maxJoinBody = 16 << 10
 
-// TokenRequest is the body of POST /1.0/cluster/tokens.
-type TokenRequest struct {
-	Name  string   `json:"name"`
-	Roles []string `json:"roles,omitempty"` // the joining node's roles (empty: DefaultJoinRoles)
-	TTL   string   `json:"ttl,omitempty"`   // Go duration, e.g. "1h"; empty: DefaultTokenTTL
-}
+// TokenRequest is the wire type (daemon/api).
+type TokenRequest = api.TokenRequest
 
-// IssuedToken is the answer to POST /1.0/cluster/tokens: the encoded token is shown once.
-type IssuedToken struct {
-	Name    string    `json:"name"`
-	Roles   []string  `json:"roles"`
-	Token   string    `json:"token"`
-	Expires time.Time `json:"expires"`
-}
+// IssuedToken is the wire type (daemon/api).
+type IssuedToken = api.IssuedToken
 
-// TrustRequest is the body of POST /1.0/trust.
-type TrustRequest struct {
-	Name        string `json:"name"`
-	Certificate string `json:"certificate"` // PEM
-}
+// TrustRequest is the wire type (daemon/api).
+type TrustRequest = api.TrustRequest
 
-// TrustEntry is a trusted certificate as the API lists it.
-type TrustEntry struct {
-	Fingerprint string    `json:"fingerprint"`
-	Name        string    `json:"name"`
-	Kind        string    `json:"kind"`
-	AddedAt     time.Time `json:"added_at"`
-}
+// TrustEntry is the wire type (daemon/api).
+type TrustEntry = api.TrustEntry
 
 // Endpoints returns the cluster's API endpoints (who may call each over HTTPS: Access).
 //

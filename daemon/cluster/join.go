@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/store"
 )
@@ -18,49 +19,14 @@ import (
 // maxCSR bounds the PEM certificate request a joining or renewing member sends.
 const maxCSR = 8 << 10
 
-// JoinRequest is what a joining node sends to POST /1.0/cluster/join (to receive its
-// credentials) and again to POST /1.0/cluster/join/complete (to register, once its k3s
-// agent has joined), proving the token by name and secret. The node's roles are not
-// its to choose: they come with the token.
-type JoinRequest struct {
-	Name    string `json:"name"`
-	Secret  string `json:"secret"`
-	Address string `json:"address"` // host:port of the joiner's own HTTPS API
-	// CSR is a PEM certificate request for the member's client certificate (join only):
-	// its private key never leaves the joining node.
-	CSR string `json:"csr,omitempty"`
-}
+// JoinRequest is the wire type (daemon/api).
+type JoinRequest = api.JoinRequest
 
-// JoinResponse carries what the joiner needs: its member certificate (client use only,
-// towards the cluster's HTTPS API), the cluster CA, the roles its token gives it, and a
-// credential with which its embedded k3s agent registers this one node, valid only until
-// K3sTokenExpires and dropped as soon as the join completes. No secret that outlives the
-// join, and nothing that would let the joiner act as a server, is in it.
-type JoinResponse struct {
-	MemberCertPEM   string    `json:"member_cert_pem"`
-	CACertPEM       string    `json:"ca_cert_pem"`
-	Roles           []string  `json:"roles"`
-	K3sServerURL    string    `json:"k3s_server_url"`
-	K3sToken        string    `json:"k3s_token"`
-	K3sTokenExpires time.Time `json:"k3s_token_expires"`
-}
+// JoinResponse is the wire type (daemon/api).
+type JoinResponse = api.JoinResponse
 
-// Member is a member of the cluster as the API shows it.
-type Member struct {
-	Name          string     `json:"name"`
-	Address       string     `json:"address"`
-	Fingerprint   string     `json:"fingerprint"`
-	Roles         []string   `json:"roles"`
-	JoinedAt      time.Time  `json:"joined_at"`
-	LastHeartbeat *time.Time `json:"last_heartbeat,omitempty"`
-	// NodeState is the member's Kubernetes node as the cluster sees it: Ready, NotReady,
-	// absent or unknown (set by listings).
-	NodeState string `json:"node_state,omitempty"`
-	// Version is the member's osd version from its last heartbeat ("" until one arrives).
-	Version string `json:"version,omitempty"`
-	// Local marks the daemon that answered (the node that ran osd init).
-	Local bool `json:"local,omitempty"`
-}
+// Member is the wire type (daemon/api).
+type Member = api.Member
 
 func memberFromRecord(r store.MemberRecord) Member {
 	m := Member{Name: r.Name, Address: r.Address, Fingerprint: r.Fingerprint, Roles: r.Roles, JoinedAt: r.JoinedAt}

@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/store"
@@ -17,16 +17,14 @@ import (
 
 // Kubernetes node states a member listing shows.
 const (
-	NodeReady    = "Ready"
-	NodeNotReady = "NotReady"
-	NodeAbsent   = "absent"  // no such node in the cluster's Kubernetes
-	NodeUnknown  = "unknown" // the cluster's Kubernetes could not be asked
+	NodeReady    = api.NodeReady
+	NodeNotReady = api.NodeNotReady
+	NodeAbsent   = api.NodeAbsent
+	NodeUnknown  = api.NodeUnknown
 )
 
-// HeartbeatRequest is the optional body of POST /1.0/cluster/members/{name}/heartbeat.
-type HeartbeatRequest struct {
-	Version string `json:"version,omitempty"` // the member's osd version
-}
+// HeartbeatRequest is the wire type (daemon/api).
+type HeartbeatRequest = api.HeartbeatRequest
 
 // NodeStatesFunc returns the Kubernetes state (NodeReady, NodeNotReady) of every node by
 // name, as the cluster's Kubernetes sees it.
@@ -154,16 +152,11 @@ func (e *removedErr) Error() string {
 }
 func (e *removedErr) Unwrap() error { return ErrRemoved }
 
-// RenewRequest is the body of POST /1.0/cluster/members/{name}/certificate.
-type RenewRequest struct {
-	CSR string `json:"csr"` // PEM certificate request for the member's new key
-}
+// RenewRequest is the wire type (daemon/api).
+type RenewRequest = api.RenewRequest
 
-// RenewResponse is its answer: the new member certificate.
-type RenewResponse struct {
-	CertificatePEM string    `json:"certificate_pem"`
-	Expires        time.Time `json:"expires"`
-}
+// RenewResponse is the wire type (daemon/api).
+type RenewResponse = api.RenewResponse
 
 // RenewMemberCert asks the cluster at addr for a new certificate for member name (holding
 // id) and a key made here, and stores it under dir in place of the old one. The cluster

@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 // Roles a member can take.
 const (
-	RoleCompute = "compute"
-	RoleControl = "control"
-	RoleNetwork = "network"
-	RoleStorage = "storage"
+	RoleCompute = api.RoleCompute
+	RoleControl = api.RoleControl
+	RoleNetwork = api.RoleNetwork
+	RoleStorage = api.RoleStorage
 )
 
 // ValidRoles lists every role, in a stable order.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/store"
 )
 
@@ -21,20 +22,14 @@ const MaxTokenTTL = 30 * 24 * time.Hour
 
 // Token states reported by ListTokens.
 const (
-	TokenPending  = "pending"
-	TokenExpired  = "expired"
-	TokenConsumed = "consumed"
-	TokenRevoked  = "revoked"
+	TokenPending  = api.TokenPending
+	TokenExpired  = api.TokenExpired
+	TokenConsumed = api.TokenConsumed
+	TokenRevoked  = api.TokenRevoked
 )
 
-// TokenInfo describes an issued token without its secret (which is never stored).
-type TokenInfo struct {
-	Name      string    `json:"name"`
-	Roles     []string  `json:"roles"`
-	State     string    `json:"state"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+// TokenInfo is the wire type (daemon/api).
+type TokenInfo = api.TokenInfo
 
 func hashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
@@ -42,7 +37,7 @@ func hashSecret(secret string) string {
 }
 
 // DefaultJoinRoles are the roles of a joining node when its token names none.
-var DefaultJoinRoles = []string{RoleCompute, RoleNetwork}
+var DefaultJoinRoles = api.DefaultJoinRoles
 
 // Issue creates a join token for name, whose node will have roles (DefaultJoinRoles if
 // none), valid for ttl (DefaultTokenTTL if zero), pointing at addresses (host:port of this

@@ -1,4 +1,7 @@
-package daemon
+// Package reset undoes on the host what osd did (osd reset, with the daemon stopped):
+// the cloud's guests and bridges, the external network, the host services osd started,
+// the volume group, Kubernetes' leftovers and the kernel settings, then the state.
+package reset
 
 import (
 	"context"
@@ -12,41 +15,25 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/osdcloud/osd/daemon/converge"
+	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/hypervisor"
 	"github.com/osdcloud/osd/netsetup"
+	"github.com/osdcloud/osd/netsetup/ovsdb"
 )
-
-// Store keys that say which host services osd started itself (and so stops on reset)
-// and what external network it made.
-const (
-	configOVSOwner     = "host.ovs_owner"     // "osd" or "host"
-	configLibvirtOwner = "host.libvirt_owner" // "osd" or "host"
-	configExternal     = "host.external_network"
-)
-
-// recordOwner remembers, the first time only, whether osd started a host service.
-func (d *Daemon) recordOwner(ctx context.Context, key string, started bool) error {
-	if _, ok, err := d.db.GetConfig(ctx, key); err != nil || ok {
-		return err
-	}
-	owner := "host"
-	if started {
-		owner = "osd"
-	}
-	return d.db.SetConfig(ctx, key, owner)
-}
 
 // Reset removes what osd created on the host; the daemon must be stopped. It reads what
 // to undo from the state store before removing it, does as much as it can, and reports
 // every error (re-running it finishes the job).
-func Reset(ctx context.Context, cfg Config, out io.Writer) error {
+func Reset(ctx context.Context, cfg state.Config, out io.Writer) error {
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return err
 	}
-	if pid, held := LockHolder(cfg.StateDir); held {
+	if pid, held := client.LockHolder(cfg.StateDir); held {
 		return fmt.Errorf("the osd daemon (pid %d) is still running on %s: stop it first", pid, cfg.StateDir)
 	}
 	conf := map[string]string{}
@@ -64,11 +51,11 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 	var errs []error
 	// A host prepared by osd init or by osd join (compute and network roles set up OVS,
 	// libvirt and the external network too).
-	if conf[configInitialized] == "true" || conf[configJoin] != "" {
+	if conf[string(state.KeyInitialized)] == "true" || conf[string(state.KeyJoin)] != "" {
 		ovs := netsetup.DefaultOVSConfig()
 		var ext netsetup.ExternalNetwork
-		json.Unmarshal([]byte(conf[configExternal]), &ext)
-		errs = append(errs, resetCloud(ctx, ovs.Socket(), out)...)
+		json.Unmarshal([]byte(conf[string(state.KeyExternal)]), &ext)
+		errs = append(errs, cloud(ctx, ovs.Socket(), out)...)
 		if fileExists(ovs.Socket()) {
 			host := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(cfg.StateDir, "host")}
 			if err := netsetup.Teardown(ctx, host, netsetup.Spec{Datapath: ovs.Datapath, External: ext}); err != nil {
@@ -77,21 +64,21 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 				fmt.Fprintf(out, "removed external network %s\n", ext.Bridge)
 			}
 		}
-		if conf[configOVSOwner] == "osd" {
+		if conf[string(state.KeyOVSOwner)] == state.OwnerOSD {
 			if err := netsetup.StopOVS(ctx, ovs); err != nil {
 				errs = append(errs, fmt.Errorf("stop Open vSwitch: %w", err))
 			} else {
 				fmt.Fprintln(out, "stopped Open vSwitch")
 			}
 		}
-		if conf[configLibvirtOwner] == "osd" {
+		if conf[string(state.KeyLibvirtOwner)] == state.OwnerOSD {
 			for _, name := range []string{"libvirtd", "virtlogd"} {
 				if stopByPidfile("/run/" + name + ".pid") {
 					fmt.Fprintf(out, "stopped %s\n", name)
 				}
 			}
 		}
-		vg := hypervisor.VGSpec{Name: "cinder-volumes", BackingFile: filepath.Join(cfg.StateDir, "cinder-volumes.img")}
+		vg := converge.VGSpec(cfg)
 		if fileExists(vg.BackingFile) {
 			if err := hypervisor.RemoveVolumeGroup(ctx, vg); err != nil {
 				errs = append(errs, fmt.Errorf("volume group: %w", err))
@@ -102,17 +89,17 @@ func Reset(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	// Kubernetes' leftovers, and the kernel settings as they were before osd's first run.
 	sysctls := map[string]string{}
-	if v := conf[configSysctls]; v != "" {
+	if v := conf[string(state.KeySysctls)]; v != "" {
 		json.Unmarshal([]byte(v), &sysctls)
 	}
 	// Pod namespaces hidden under a /run/netns mount stacked on top of them (see
 	// ensureSharedNetnsDir) are unpinned first, so the cleanup below can remove them.
-	if n, err := unpinHiddenNetns(); err != nil {
+	if n, err := netsetup.UnpinHiddenNetns(); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {
 		fmt.Fprintf(out, "unpinned %d hidden pod network namespaces\n", n)
 	}
-	rep, err := k3s.Cleanup(ctx, cfg.paths(), sysctls)
+	rep, err := k3s.Cleanup(ctx, cfg.Paths(), sysctls)
 	errs = append(errs, err)
 	fmt.Fprintf(out, "killed %d processes, unmounted %d mounts\n", rep.Killed, rep.Unmounted)
 	for _, r := range rep.Removed {
@@ -144,4 +131,57 @@ func stopByPidfile(pidfile string) bool {
 		return false
 	}
 	return syscall.Kill(pid, syscall.SIGTERM) == nil
+}
+
+// novaStateDir is where nova-compute keeps instance disks and kernels: the same path on the
+// host and in its pod, because the host's libvirt opens those files.
+const novaStateDir = "/var/lib/nova"
+
+// cloud removes what the cloud left on the host outside osd's own directories: Nova's
+// guests in the host's libvirt, OVN's integration bridge, the metadata agent's namespaces,
+// the routes to other nodes' pods and Nova's instance files. It runs while libvirtd and
+// Open vSwitch still run.
+func cloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
+	var errs []error
+	if fileExists(hypervisor.DefaultLibvirtSocket) {
+		n, err := hypervisor.DestroyInstances(ctx, hypervisor.DefaultLibvirtSocket)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if n > 0 {
+			fmt.Fprintf(out, "destroyed %d instances\n", n)
+		}
+	}
+	if fileExists(ovsSocket) {
+		if o, err := ovsdb.Connect(ctx, ovsSocket); err != nil {
+			errs = append(errs, fmt.Errorf("open vswitch: %w", err))
+		} else {
+			if deleted, err := o.DeleteBridge(ctx, "br-int"); err != nil {
+				errs = append(errs, fmt.Errorf("delete br-int: %w", err))
+			} else if deleted {
+				fmt.Fprintln(out, "removed bridge br-int")
+			}
+			o.Close()
+		}
+	}
+	removed, err := netsetup.RemoveOVNNamespaces()
+	for _, ns := range removed {
+		fmt.Fprintf(out, "removed network namespace %s\n", ns)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if n, err := netsetup.RemovePodRoutes(); err != nil {
+		errs = append(errs, fmt.Errorf("pod routes: %w", err))
+	} else if n > 0 {
+		fmt.Fprintf(out, "removed %d routes to other nodes' pods\n", n)
+	}
+	if fileExists(novaStateDir) {
+		if err := os.RemoveAll(novaStateDir); err != nil {
+			errs = append(errs, err)
+		} else {
+			fmt.Fprintf(out, "removed %s\n", novaStateDir)
+		}
+	}
+	return errs
 }

@@ -1,9 +1,14 @@
-package daemon
+// Package members is the daemon's side of cluster membership that touches Kubernetes and
+// the cloud: it gives cluster.Service what it needs (this node in listings, every node's
+// state, the agent credential a joining node gets, admission with its role labels, and
+// removal: VMs counted, Nova's compute disabled, the node drained, deleted and barred).
+package members
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +21,11 @@ import (
 	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/join"
 	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
 )
 
 // InstanceLabel marks pods that are VMs, counted on a Kubernetes-only cluster (no pod
@@ -28,20 +36,33 @@ const InstanceLabel = "osd.cloud/instance"
 // with VMs unless forced.
 type VMCounter func(ctx context.Context, node string) (int, error)
 
-// adminClient is a client of the cluster's Kubernetes with the admin credentials k3s wrote
-// (only on the node that runs the server).
-func (d *Daemon) adminClient() (kubernetes.Interface, error) {
-	rc, err := k3s.RESTConfig(d.cfg.paths())
-	if err != nil {
-		return nil, rest.Errorf(rest.ErrNotReady, "this node runs no Kubernetes server: %v", err)
-	}
-	rc.Timeout = 30 * time.Second
-	return kubernetes.NewForConfig(rc)
+// Service is the membership side of one daemon.
+type Service struct {
+	st *state.State
+	// Cloud logs in to the cloud as admin (deployment.Service.CloudClient).
+	Cloud func(ctx context.Context) (*cloud.Client, error)
+	// Address is this daemon's HTTPS API address ("" when it does not listen).
+	Address func() string
+	// CountVMs, when set, replaces how the VMs on a node are counted (tests).
+	CountVMs VMCounter
 }
 
+// New returns the membership side of st.
+func New(st *state.State, login func(ctx context.Context) (*cloud.Client, error), address func() string) *Service {
+	return &Service{st: st, Cloud: login, Address: address}
+}
+
+// Hooks fills cluster.Service's hooks into Kubernetes and the cloud.
+func (s *Service) Hooks(svc *cluster.Service) {
+	svc.Agent, svc.NodeStates, svc.Local, svc.RemoveNode = s.agentCredential, s.nodeStates, s.localMember, s.removeNode
+	svc.Admit, svc.TokenIssued, svc.TokenDropped = s.admitMember, s.letNodeIn, s.dropAgentTokens
+}
+
+func (s *Service) adminClient() (kubernetes.Interface, error) { return s.st.Node.Admin() }
+
 // nodeStates reports every Kubernetes node's readiness by name.
-func (d *Daemon) nodeStates(ctx context.Context) (map[string]string, error) {
-	cs, err := d.adminClient()
+func (s *Service) nodeStates(ctx context.Context) (map[string]string, error) {
+	cs, err := s.adminClient()
 	if err != nil {
 		return nil, err
 	}
@@ -62,19 +83,19 @@ func (d *Daemon) nodeStates(ctx context.Context) (map[string]string, error) {
 
 // localMember describes this daemon in member listings: the node that ran osd init (all
 // roles), or a joined member (its roles). nil when it is neither.
-func (d *Daemon) localMember() *cluster.Member {
-	ctx, cancel := context.WithTimeout(d.runCtx, 5*time.Second)
+func (s *Service) localMember() *cluster.Member {
+	ctx, cancel := context.WithTimeout(s.st.Ctx, 5*time.Second)
 	defer cancel()
 	now := time.Now()
-	m := &cluster.Member{Name: d.cfg.NodeName, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: d.started}
-	if a := d.remoteAddresses(); len(a) > 0 {
-		m.Address = a[0]
+	m := &cluster.Member{Name: s.st.Cfg.NodeName, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: s.st.Started}
+	if s.Address != nil {
+		m.Address = s.Address()
 	}
-	if v, _, err := d.db.GetConfig(ctx, configInitialized); err == nil && v == "true" {
+	if s.st.Is(ctx, state.KeyInitialized, "true") {
 		m.Roles = append([]string(nil), cluster.ValidRoles...)
 		return m
 	}
-	if rec, err := d.loadJoin(); err == nil && rec != nil && rec.State == joinMember {
+	if rec, err := join.Load(s.st.Cfg); err == nil && rec != nil && rec.State == state.JoinMember {
 		m.Roles = rec.Roles
 		return m
 	}
@@ -83,12 +104,12 @@ func (d *Daemon) localMember() *cluster.Member {
 
 // defaultVMCounter asks Nova for the servers on the node when OpenStack runs here (a
 // Kubernetes-only cluster has no VMs but pods labelled InstanceLabel).
-func (d *Daemon) defaultVMCounter(cs kubernetes.Interface) VMCounter {
+func (s *Service) defaultVMCounter(cs kubernetes.Interface) VMCounter {
 	return func(ctx context.Context, node string) (int, error) {
-		if goal, _, _ := d.db.GetConfig(ctx, configGoal); goal == goalKubernetes {
+		if s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
 			return countInstancePods(cs)(ctx, node)
 		}
-		c, err := d.cloudClient(ctx)
+		c, err := s.Cloud(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("count the VMs on %s: %w (osd cluster remove --force skips the check)", node, err)
 		}
@@ -134,8 +155,8 @@ func countInstancePods(cs kubernetes.Interface) VMCounter {
 // unless force; then cordons the node, evicts its pods (DaemonSet and mirror pods stay:
 // they go with the node), waits for them at most drainTimeout, deletes the Node and the
 // node password k3s keeps for it (so the name can join again).
-func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error {
-	cs, err := d.adminClient()
+func (s *Service) removeNode(ctx context.Context, name string, force bool) error {
+	cs, err := s.adminClient()
 	if err != nil {
 		return err
 	}
@@ -145,9 +166,9 @@ func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error 
 	} else if err != nil {
 		return fmt.Errorf("read node %s: %w", name, err)
 	}
-	count := d.countVMs
+	count := s.CountVMs
 	if count == nil {
-		count = d.defaultVMCounter(cs)
+		count = s.defaultVMCounter(cs)
 	}
 	vms, err := count(ctx, name)
 	if err != nil {
@@ -160,8 +181,8 @@ func (d *Daemon) removeNode(ctx context.Context, name string, force bool) error 
 		return rest.Errorf(rest.ErrConflict, "%d VMs run on %s: migrate or delete them first, or remove it anyway with --force (their VMs are lost)", vms, name)
 	}
 	// Nova first: no new server lands on a compute host that is leaving.
-	if goal, _, _ := d.db.GetConfig(ctx, configGoal); goal != goalKubernetes {
-		if c, err := d.cloudClient(ctx); err != nil {
+	if !s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
+		if c, err := s.Cloud(ctx); err != nil {
 			if !force {
 				return fmt.Errorf("disable nova-compute on %s: %w", name, err)
 			}
@@ -270,4 +291,61 @@ func DrainTargets(pods []corev1.Pod) []corev1.Pod {
 		}
 	}
 	return out
+}
+
+// agentCredential issues node name's k3s agent credential: a bootstrap token for this
+// join only, with this server's supervisor URL (the cluster's server token never leaves
+// this host).
+func (s *Service) agentCredential(ctx context.Context, name string) (cluster.AgentCredential, error) {
+	if !s.st.Node.Running() {
+		return cluster.AgentCredential{}, rest.Errorf(rest.ErrNotReady, "the embedded Kubernetes is not running here yet: run osd init first")
+	}
+	cs, err := s.adminClient()
+	if err != nil {
+		return cluster.AgentCredential{}, err
+	}
+	ttl := s.st.Cfg.AgentTokenTTL
+	if ttl <= 0 {
+		ttl = state.DefaultAgentTokenTTL
+	}
+	kc := s.st.Cfg.K3s()
+	tok, expires, err := k3s.CreateAgentToken(ctx, cs, kc.Paths, name, ttl)
+	if err != nil {
+		return cluster.AgentCredential{}, err
+	}
+	return cluster.AgentCredential{ServerURL: fmt.Sprintf("https://%s", net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(kc.APIPort))),
+		Token: tok, Expires: expires}, nil
+}
+
+// admitMember gives a member that completed its join the labels of its roles and drops
+// the agent credential it joined with (its kubelet certificate is what it uses now).
+func (s *Service) admitMember(ctx context.Context, name string, roles []string) error {
+	cs, err := s.adminClient()
+	if err != nil {
+		return err
+	}
+	if _, _, err := node.LabelRoles(ctx, cs, name, roles); err != nil {
+		return err
+	}
+	return k3s.DeleteAgentTokens(ctx, cs, name)
+}
+
+// letNodeIn lets a node called name register again (a join token was issued for it).
+func (s *Service) letNodeIn(ctx context.Context, name string) error {
+	cs, err := s.adminClient()
+	if err != nil {
+		// No Kubernetes here yet: nothing can have barred the name.
+		slog.Debug("no Kubernetes to let a node in", "node", name, "err", err)
+		return nil
+	}
+	return k3s.UnbarNode(ctx, cs, name)
+}
+
+// dropAgentTokens deletes the agent credentials issued for name.
+func (s *Service) dropAgentTokens(ctx context.Context, name string) error {
+	cs, err := s.adminClient()
+	if err != nil {
+		return nil // no Kubernetes here: no credential was issued
+	}
+	return k3s.DeleteAgentTokens(ctx, cs, name)
 }

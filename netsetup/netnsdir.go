@@ -1,47 +1,48 @@
-package daemon
+package netsetup
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// netnsDir is where containerd pins pod network namespaces (and where `ip netns` keeps its own).
-const netnsDir = "/run/netns"
+// NetnsDir is where containerd pins pod network namespaces (and where `ip netns` keeps its own).
+const NetnsDir = "/run/netns"
 
-// ensureSharedNetnsDir makes /run/netns a shared mount point of its own before containerd pins
+// EnsureSharedNetnsDir makes /run/netns a shared mount point of its own before containerd pins
 // any pod namespace there, as `ip netns add` does the first time it runs. Otherwise a later
 // `ip netns add` on the host (an admin, a test, another tool) stacks a fresh bind mount over
 // /run/netns: the pod namespaces pinned before it are hidden underneath, and every pod teardown
 // then fails with "remove netns: unlinkat /run/netns/cni-...: device or resource busy".
-func ensureSharedNetnsDir() error {
-	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", netnsDir, err)
+func EnsureSharedNetnsDir() error {
+	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", NetnsDir, err)
 	}
-	mounted, err := isMountPoint(netnsDir)
+	mounted, err := isMountPoint(NetnsDir)
 	if err != nil {
 		return err
 	}
 	if !mounted {
 		// Recursive, so namespaces pinned by an earlier run stay reachable through the new mount.
-		if err := unix.Mount(netnsDir, netnsDir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind-mount %s onto itself: %w", netnsDir, err)
+		if err := unix.Mount(NetnsDir, NetnsDir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mount %s onto itself: %w", NetnsDir, err)
 		}
 	}
-	err = unix.Mount("", netnsDir, "", unix.MS_SHARED|unix.MS_REC, "")
+	err = unix.Mount("", NetnsDir, "", unix.MS_SHARED|unix.MS_REC, "")
 	if errors.Is(err, unix.EINVAL) && mounted {
 		// The mount table listed /run/netns, but that mount is hidden (a later mount over
 		// /run, as in a private mount namespace): the visible directory is no mount point.
-		if err = unix.Mount(netnsDir, netnsDir, "", unix.MS_BIND|unix.MS_REC, ""); err == nil {
-			err = unix.Mount("", netnsDir, "", unix.MS_SHARED|unix.MS_REC, "")
+		if err = unix.Mount(NetnsDir, NetnsDir, "", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", NetnsDir, "", unix.MS_SHARED|unix.MS_REC, "")
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("make %s a shared mount: %w", netnsDir, err)
+		return fmt.Errorf("make %s a shared mount: %w", NetnsDir, err)
 	}
 	return nil
 }
@@ -118,12 +119,12 @@ func readMounts() ([]mountEntry, error) {
 func hiddenNetns(ms []mountEntry) bool {
 	top := ""
 	for _, m := range ms {
-		if m.point == netnsDir {
+		if m.point == NetnsDir {
 			top = m.id // later lines are mounted on top of earlier ones
 		}
 	}
 	for _, m := range ms {
-		if strings.HasPrefix(m.point, netnsDir+"/cni-") && m.parent != top && top != "" {
+		if strings.HasPrefix(m.point, NetnsDir+"/cni-") && m.parent != top && top != "" {
 			return true
 		}
 	}
@@ -133,7 +134,7 @@ func hiddenNetns(ms []mountEntry) bool {
 // unpinHiddenNetns detaches the /run/netns mounts stacked over pod namespace pins until none is
 // hidden, and unpins those pod namespaces (osd reset: every pod is gone by then).
 // It returns how many pins it removed.
-func unpinHiddenNetns() (int, error) {
+func UnpinHiddenNetns() (int, error) {
 	n := 0
 	for i := 0; i < 8; i++ {
 		ms, err := readMounts()
@@ -143,15 +144,15 @@ func unpinHiddenNetns() (int, error) {
 		if !hiddenNetns(ms) {
 			return n, nil
 		}
-		if err := unix.Unmount(netnsDir, unix.MNT_DETACH); err != nil {
-			return n, fmt.Errorf("detach the mount stacked on %s: %w", netnsDir, err)
+		if err := unix.Unmount(NetnsDir, unix.MNT_DETACH); err != nil {
+			return n, fmt.Errorf("detach the mount stacked on %s: %w", NetnsDir, err)
 		}
 		ms, err = readMounts()
 		if err != nil {
 			return n, err
 		}
 		for _, m := range ms {
-			if strings.HasPrefix(m.point, netnsDir+"/cni-") {
+			if strings.HasPrefix(m.point, NetnsDir+"/cni-") {
 				if unix.Unmount(m.point, unix.MNT_DETACH) == nil {
 					os.Remove(m.point)
 					n++
@@ -159,5 +160,35 @@ func unpinHiddenNetns() (int, error) {
 			}
 		}
 	}
-	return n, fmt.Errorf("%s: pod namespaces still hidden after 8 rounds", netnsDir)
+	return n, fmt.Errorf("%s: pod namespaces still hidden after 8 rounds", NetnsDir)
 }
+
+// RemoveOVNNamespaces removes the network namespaces the OVN metadata agent made
+// (ovnmeta-*) and returns their names.
+func RemoveOVNNamespaces() ([]string, error) {
+	ents, err := os.ReadDir(NetnsDir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		if !IsOVNNamespace(e.Name()) {
+			continue
+		}
+		p := filepath.Join(NetnsDir, e.Name())
+		unix.Unmount(p, unix.MNT_DETACH)
+		if err := os.Remove(p); err != nil {
+			errs = append(errs, fmt.Errorf("remove namespace %s: %w", e.Name(), err))
+			continue
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, errors.Join(errs...)
+}
+
+// IsOVNNamespace says whether a network namespace is one the OVN metadata agent made.
+func IsOVNNamespace(name string) bool { return strings.HasPrefix(name, "ovnmeta-") }

@@ -1,4 +1,4 @@
-package daemon
+package netsetup
 
 import (
 	"fmt"
@@ -10,42 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func node(name, ip string, cidrs ...string) corev1.Node {
-	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if ip != "" {
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}, {Type: corev1.NodeInternalIP, Address: ip}}
-	}
-	n.Spec.PodCIDRs = cidrs
-	return n
-}
-
-func TestPodRoutes(t *testing.T) {
-	legacy := node("n4", "10.0.0.4")
-	legacy.Spec.PodCIDR = "10.42.3.0/24"
-	for _, tt := range []struct {
-		name  string
-		nodes []corev1.Node
-		want  []NodeRoute
-	}{
-		{"single node", []corev1.Node{node("n1", "10.0.0.1", "10.42.0.0/24")}, nil},
-		{"two nodes", []corev1.Node{node("n2", "10.0.0.2", "10.42.1.0/24"), node("n1", "10.0.0.1", "10.42.0.0/24")},
-			[]NodeRoute{{"10.42.1.0/24", "10.0.0.2"}}},
-		{"no pod CIDR yet", []corev1.Node{node("n1", "10.0.0.1", "10.42.0.0/24"), node("n2", "10.0.0.2")}, nil},
-		{"no address yet", []corev1.Node{node("n1", "10.0.0.1", "10.42.0.0/24"), node("n2", "", "10.42.1.0/24")}, nil},
-		{"IPv6 skipped, legacy podCIDR", []corev1.Node{node("n1", "10.0.0.1"), node("n3", "fd00::3", "fd42::/64"), legacy},
-			[]NodeRoute{{"10.42.3.0/24", "10.0.0.4"}}},
-		{"sorted, normalized", []corev1.Node{node("n3", "10.0.0.3", "10.42.2.7/24"), node("n2", "10.0.0.2", "10.42.1.0/24")},
-			[]NodeRoute{{"10.42.1.0/24", "10.0.0.2"}, {"10.42.2.0/24", "10.0.0.3"}}},
-	} {
-		if got := PodRoutes("n1", tt.nodes); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("PodRoutes(%s) = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
 
 // TestSyncPodRoutes applies route sets in a network namespace the test makes: routes are
 // added, changed and removed, and a route osd did not add is left alone.
@@ -102,14 +67,14 @@ func TestSyncPodRoutes(t *testing.T) {
 		return out
 	}
 	steps := []struct {
-		want        []NodeRoute
+		want        []PodRoute
 		wantChanged int
 		wantRoutes  map[string]string
 	}{
-		{[]NodeRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 2,
+		{[]PodRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 2,
 			map[string]string{"10.42.1.0/24": "10.99.5.2", "10.42.2.0/24": "10.99.5.3", "10.50.0.0/16": "10.99.5.9"}},
-		{[]NodeRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 0, nil}, // no-op
-		{[]NodeRoute{{"10.42.2.0/24", "10.99.5.4"}}, 2, // one moved, one gone
+		{[]PodRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 0, nil}, // no-op
+		{[]PodRoute{{"10.42.2.0/24", "10.99.5.4"}}, 2, // one moved, one gone
 			map[string]string{"10.42.2.0/24": "10.99.5.4", "10.50.0.0/16": "10.99.5.9"}},
 		{nil, 1, map[string]string{"10.50.0.0/16": "10.99.5.9"}},
 	}

@@ -1,4 +1,9 @@
-package daemon
+// Package join is the daemon's join resource: POST /1.0/cluster/join-remote joins this
+// host to the cluster a token names (checked here and by the cluster before anything is
+// kept), then runs the join plan as an operation (the host preparation its roles need,
+// the embedded k3s agent, the registration); a member sends heartbeats, renews its
+// certificate, and stops when the cluster says it was removed. A join resumes at start.
+package join
 
 import (
 	"context"
@@ -16,28 +21,19 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/osdcloud/osd/bootstrap"
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/fsutil"
-	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
 )
 
-// configJoin is the store key of this node's join: joinJoining from the moment the
-// cluster handed out credentials (a restart resumes the join), joinMember once the
-// join completed, joinRemoved once the cluster said it was removed.
-const (
-	configJoin   = "join.state"
-	joinJoining  = "joining"
-	joinMember   = "member"
-	joinRemoved  = "removed"
-	joinFileName = "join.json" // under STATE/cluster, 0600: the join's secrets
-)
+// joinFileName is the join's record under STATE/cluster, 0600: the join's secrets.
+const joinFileName = "join.json"
 
 // joinNodeTimeout bounds the wait for a joining node to become Ready.
 var joinNodeTimeout = 10 * time.Minute
@@ -45,31 +41,9 @@ var joinNodeTimeout = 10 * time.Minute
 // heartbeatInterval is how often a member tells the cluster it is alive.
 var heartbeatInterval = 15 * time.Second
 
-// JoinRemoteRequest is the body of POST /1.0/cluster/join-remote: join the cluster the
-// token names. The node's roles come with the token (osd cluster add NAME --role ...);
-// Roles, if given, must be the token's.
-type JoinRemoteRequest struct {
-	Token string   `json:"token"`
-	Roles []string `json:"roles,omitempty"`
-}
-
-// JoinStatus is what GET /1.0/cluster/join-remote answers (and POST when there is nothing
-// left to do): how far this node's join is.
-type JoinStatus struct {
-	State     string   `json:"state"` // none, joining, member, removed
-	Name      string   `json:"name,omitempty"`
-	Roles     []string `json:"roles,omitempty"`
-	Server    string   `json:"server,omitempty"` // the member that let this node in
-	Operation string   `json:"operation,omitempty"`
-	Error     string   `json:"error,omitempty"` // the last attempt's failure
-	// HeartbeatError is why the last heartbeat to the cluster failed ("" when it went
-	// through): a member whose heartbeats fail is still one until the cluster says not.
-	HeartbeatError string `json:"heartbeat_error,omitempty"`
-}
-
-// joinRecord is what a join keeps (0600) so that a restart can resume it and a member can
+// Record is what a join keeps (0600) so that a restart can resume it and a member can
 // restart its agent: the token's name, secret and cluster, and the k3s join information.
-type joinRecord struct {
+type Record struct {
 	State       string   `json:"state"`
 	Name        string   `json:"name"`
 	Secret      string   `json:"secret,omitempty"` // dropped once the join completed
@@ -82,47 +56,73 @@ type joinRecord struct {
 	K3sToken    string   `json:"k3s_token"`
 }
 
-func (r joinRecord) request() cluster.JoinRequest {
+func (r Record) request() cluster.JoinRequest {
 	return cluster.JoinRequest{Name: r.Name, Secret: r.Secret, Address: r.Address}
 }
 
-// joiner is the daemon's join state in memory: one join operation at a time.
-type joiner struct {
+// OperationKind is the kind of join operations.
+const OperationKind = "join"
+
+// Service is the join resource of one daemon.
+type Service struct {
+	st *state.State
+	// Address is this node's API address for the cluster's records ("" while the HTTPS
+	// API does not listen).
+	Address func() string
+
 	mu      sync.Mutex
 	opID    string
-	running bool
 	lastErr string
 	beating bool
 	beatErr string // the last heartbeat's failure ("" when it went through)
 }
 
-func (d *Daemon) identityDir() string { return filepath.Join(d.cfg.StateDir, "cluster", "member") }
-func (d *Daemon) joinFile() string    { return filepath.Join(d.cfg.StateDir, "cluster", joinFileName) }
+// New returns the join resource of st.
+func New(st *state.State, address func() string) *Service { return &Service{st: st, Address: address} }
 
-func (d *Daemon) loadJoin() (*joinRecord, error) {
-	b, err := os.ReadFile(d.joinFile())
+// Endpoints are the join routes:
+//
+//	GET  /1.0/cluster/join-remote   -> JoinStatus
+//	POST /1.0/cluster/join-remote   JoinRemoteRequest -> 202, the join's operation
+func (s *Service) Endpoints() []rest.Endpoint {
+	return []rest.Endpoint{{Path: "cluster/join-remote", Get: rest.Action{Handler: s.getJoinRemote}, Post: rest.Action{Handler: s.postJoinRemote}}}
+}
+
+func (s *Service) identityDir() string { return IdentityDir(s.st.Cfg) }
+func (s *Service) joinFile() string    { return filepath.Join(s.st.Cfg.ClusterDir(), joinFileName) }
+
+// IdentityDir is where a member keeps its member certificate.
+func IdentityDir(cfg state.Config) string { return filepath.Join(cfg.ClusterDir(), "member") }
+
+// Load is this node's join record (nil when it never joined).
+func Load(cfg state.Config) (*Record, error) {
+	return (&Service{st: &state.State{Cfg: cfg}}).loadJoin()
+}
+
+func (s *Service) loadJoin() (*Record, error) {
+	b, err := os.ReadFile(s.joinFile())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read join state: %w", err)
 	}
-	var rec joinRecord
+	var rec Record
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("read join state %s: %w", d.joinFile(), err)
+		return nil, fmt.Errorf("read join state %s: %w", s.joinFile(), err)
 	}
 	return &rec, nil
 }
 
-func (d *Daemon) saveJoin(ctx context.Context, rec joinRecord) error {
+func (s *Service) saveJoin(ctx context.Context, rec Record) error {
 	b, _ := json.Marshal(rec)
-	if err := os.MkdirAll(filepath.Dir(d.joinFile()), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.joinFile()), 0o700); err != nil {
 		return fmt.Errorf("save join state: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(d.joinFile(), b, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(s.joinFile(), b, 0o600); err != nil {
 		return fmt.Errorf("save join state: %w", err)
 	}
-	return d.db.SetConfig(ctx, configJoin, rec.State)
+	return s.st.Set(ctx, state.KeyJoin, rec.State)
 }
 
 // ValidateJoinToken decodes an encoded token for a node called nodeName at now (pure):
@@ -149,33 +149,33 @@ func ValidateJoinToken(encoded, nodeName string, now time.Time) (cluster.Token, 
 // cluster's own answer to the join request): a refusal leaves nothing stored here, and
 // the cluster stores nothing before the join completes. Then it saves the credentials
 // and runs the join plan as an operation.
-func (d *Daemon) postJoinRemote(r *http.Request) rest.Response {
-	var req JoinRemoteRequest
+func (s *Service) postJoinRemote(r *http.Request) rest.Response {
+	var req api.JoinRemoteRequest
 	if err := rest.DecodeJSON(r, &req, 16<<10); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	ctx := r.Context()
-	if v, _, err := d.db.GetConfig(ctx, configInitialized); err != nil {
+	if v, _, err := s.st.Get(ctx, state.KeyInitialized); err != nil {
 		return rest.ErrorResponse(err)
 	} else if v == "true" {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "osd init ran on this host: it is the first node of its own cluster and cannot join another (osd reset first)"))
 	}
-	rec, err := d.loadJoin()
+	rec, err := s.loadJoin()
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if rec != nil {
 		switch rec.State {
-		case joinMember:
-			return rest.SyncResponse(d.joinStatus(rec))
-		case joinRemoved:
+		case state.JoinMember:
+			return rest.SyncResponse(s.joinStatus(rec))
+		case state.JoinRemoved:
 			return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this node was removed from its cluster: run osd reset, then join again with a new token"))
 		}
 		// A join under way: resume it (the same token is still valid until it completes).
-		op := d.startJoin(*rec)
-		return rest.AsyncResponse("/1.0/operations/"+op, d.joinStatus(rec))
+		op := s.startJoin(*rec)
+		return rest.AsyncResponse("/1.0/operations/"+op, s.joinStatus(rec))
 	}
-	tok, err := ValidateJoinToken(req.Token, d.cfg.NodeName, time.Now())
+	tok, err := ValidateJoinToken(req.Token, s.st.Cfg.NodeName, time.Now())
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -189,7 +189,7 @@ func (d *Daemon) postJoinRemote(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	jreq := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: d.ownAddress(), CSR: key.CSRPEM}
+	jreq := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: s.ownAddress(), CSR: key.CSRPEM}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	creds, server, err := cluster.RequestJoin(rctx, tok, jreq)
@@ -200,18 +200,18 @@ func (d *Daemon) postJoinRemote(r *http.Request) rest.Response {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "this node's roles come with its join token: %s, not %s (to change them, issue a new token on a member: osd cluster add %s --role %s)",
 			strings.Join(creds.Roles, ","), strings.Join(asked, ","), tok.Name, strings.Join(asked, ",")))
 	}
-	if _, err := cluster.SaveMemberIdentity(d.identityDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key); err != nil {
+	if _, err := cluster.SaveMemberIdentity(s.identityDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key); err != nil {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrForbidden, "the cluster's credentials were refused (nothing was kept): %v", err))
 	}
 	jreq.CSR = ""
-	rec = &joinRecord{State: joinJoining, Name: tok.Name, Secret: tok.Secret, Roles: creds.Roles, Fingerprint: tok.Fingerprint,
+	rec = &Record{State: state.JoinJoining, Name: tok.Name, Secret: tok.Secret, Roles: creds.Roles, Fingerprint: tok.Fingerprint,
 		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken}
-	if err := d.saveJoin(ctx, *rec); err != nil {
+	if err := s.saveJoin(ctx, *rec); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", rec.Roles)
-	op := d.startJoin(*rec)
-	return rest.AsyncResponse("/1.0/operations/"+op, d.joinStatus(rec))
+	op := s.startJoin(*rec)
+	return rest.AsyncResponse("/1.0/operations/"+op, s.joinStatus(rec))
 }
 
 // joinRefused maps a failed join request to the local API's answer: the cluster's own
@@ -232,65 +232,64 @@ func joinRefused(err error) error {
 }
 
 // ownAddress is this node's API address for the cluster's records.
-func (d *Daemon) ownAddress() string {
-	if a := d.remoteAddresses(); len(a) > 0 {
-		return a[0]
+func (s *Service) ownAddress() string {
+	if s.Address != nil {
+		if a := s.Address(); a != "" {
+			return a
+		}
 	}
-	_, port, err := net.SplitHostPort(DefaultHTTPSAddress)
+	_, port, err := net.SplitHostPort(state.DefaultHTTPSAddress)
 	if err != nil {
 		port = "8443"
 	}
-	return net.JoinHostPort(d.publicIP(), port)
+	return net.JoinHostPort(s.st.Cfg.PublicIP(), port)
 }
 
-func (d *Daemon) getJoinRemote(*http.Request) rest.Response {
-	rec, err := d.loadJoin()
+func (s *Service) getJoinRemote(*http.Request) rest.Response {
+	rec, err := s.loadJoin()
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	return rest.SyncResponse(d.joinStatus(rec))
+	return rest.SyncResponse(s.joinStatus(rec))
 }
 
-func (d *Daemon) joinStatus(rec *joinRecord) JoinStatus {
-	d.join.mu.Lock()
-	defer d.join.mu.Unlock()
+func (s *Service) joinStatus(rec *Record) api.JoinStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if rec == nil {
-		return JoinStatus{State: "none"}
+		return api.JoinStatus{State: "none"}
 	}
-	return JoinStatus{State: rec.State, Name: rec.Name, Roles: rec.Roles, Server: rec.Server, Operation: d.join.opID, Error: d.join.lastErr,
-		HeartbeatError: d.join.beatErr}
+	return api.JoinStatus{State: rec.State, Name: rec.Name, Roles: rec.Roles, Server: rec.Server, Operation: s.opID, Error: s.lastErr,
+		HeartbeatError: s.beatErr}
 }
 
 // startJoin runs the join plan as an operation unless one runs, and returns its id.
-func (d *Daemon) startJoin(rec joinRecord) string {
-	d.join.mu.Lock()
-	defer d.join.mu.Unlock()
-	if d.join.running {
-		return d.join.opID
-	}
-	d.join.running, d.join.lastErr = true, ""
-	op := d.ops.start(d.runCtx, &d.wg, "join", func(ctx context.Context, emit func(string)) (any, error) {
-		err := d.runJoin(ctx, rec, emit)
-		d.join.mu.Lock()
-		d.join.running = false
+func (s *Service) startJoin(rec Record) string {
+	op, started := s.st.Ops.Start(OperationKind, true, func(ctx context.Context, emit func(string)) (any, error) {
+		err := s.runJoin(ctx, rec, emit)
+		s.mu.Lock()
 		if err != nil {
-			d.join.lastErr = err.Error()
+			s.lastErr = err.Error()
 		}
-		d.join.mu.Unlock()
+		s.mu.Unlock()
 		if err != nil {
 			slog.Error("join failed; osd join resumes it", "err", err)
 			return nil, err
 		}
-		cur, _ := d.loadJoin()
-		return d.joinStatus(cur), nil
+		cur, _ := s.loadJoin()
+		return s.joinStatus(cur), nil
 	})
-	d.join.opID = op.ID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if started {
+		s.opID, s.lastErr = op.ID, ""
+	}
 	return op.ID
 }
 
 // runJoin runs preflight, then the join plan, then starts the heartbeats.
-func (d *Daemon) runJoin(ctx context.Context, rec joinRecord, emit func(string)) error {
-	rep, err := preflight.Run(ctx, d.preflightConfig(), preflight.DefaultRequirements())
+func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) error {
+	rep, err := preflight.Run(ctx, converge.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	if err != nil && len(rep.Findings) == 0 {
 		return fmt.Errorf("preflight: %w", err)
 	}
@@ -303,36 +302,15 @@ func (d *Daemon) runJoin(ctx context.Context, rec joinRecord, emit func(string))
 		return errors.New("preflight failed: fix the failed checks (osd preflight shows them) and run osd join again")
 	}
 	emit("preflight: ok")
-	if _, ok, err := d.db.GetConfig(ctx, configSysctls); err != nil {
+	if err := converge.RecordSysctls(ctx, s.st); err != nil {
 		return err
-	} else if !ok {
-		b, _ := json.Marshal(k3s.ReadSysctls())
-		if err := d.db.SetConfig(ctx, configSysctls, string(b)); err != nil {
-			return fmt.Errorf("record sysctls: %w", err)
-		}
 	}
 	run := "join-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	err = bootstrap.Execute(ctx, d.db, run, d.joinPlan(rep.Decisions, rec), func(e bootstrap.Event) {
-		switch {
-		case !e.Done:
-			emit(fmt.Sprintf("%s ...", e.Step))
-		case e.Error != "":
-			emit(fmt.Sprintf("%s: FAILED: %s (%s)", e.Step, e.Error, e.Took.Round(100*time.Millisecond)))
-		default:
-			msg := "unchanged"
-			if e.Changed {
-				msg = "changed"
-			}
-			if e.Detail != "" {
-				msg += ": " + e.Detail
-			}
-			emit(fmt.Sprintf("%s: %s (%s)", e.Step, msg, e.Took.Round(100*time.Millisecond)))
-		}
-	})
+	err = bootstrap.Execute(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), func(e bootstrap.Event) { emit(converge.StepLine(e)) })
 	if err != nil {
 		return err
 	}
-	d.startHeartbeats()
+	s.startHeartbeats()
 	return nil
 }
 
@@ -354,91 +332,38 @@ func JoinSteps(roles []string) map[string]bool {
 	return want
 }
 
-// joinPlan is the ordered list of idempotent steps that make this host a member: the
-// host preparation steps of the init plan its roles need (JoinSteps), the embedded k3s
-// as an agent of the cluster, its node Ready (with its role labels, RoleLabels, set by
-// the kubelet at registration: the node carries them from its first moment and needs no
-// credentials to label other nodes), and the completed join.
-func (d *Daemon) joinPlan(dec preflight.Decisions, rec joinRecord) []bootstrap.Step {
-	want := JoinSteps(rec.Roles)
-	var steps []bootstrap.Step
-	for _, s := range d.plan(dec, false) {
-		if want[s.Name] {
-			steps = append(steps, s)
-		}
-	}
-	return append(steps,
-		bootstrap.Step{Name: "kubernetes-agent", Run: func(ctx context.Context) (bool, string, error) { return d.ensureAgent(ctx, rec) }},
+// plan is the ordered list of idempotent steps that make this host a member: the host
+// preparation steps of the init plan its roles need (JoinSteps), the embedded k3s as an
+// agent of the cluster, its node Ready, and the completed join (the cluster then gives
+// the node the labels of its roles: a kubelet may not set them itself).
+func (s *Service) plan(dec preflight.Decisions, rec Record) []bootstrap.Step {
+	n := s.st.Node
+	return append(converge.HostSteps(s.st, dec, JoinSteps(rec.Roles)),
+		bootstrap.Step{Name: "kubernetes-agent", Run: func(ctx context.Context) (bool, string, error) {
+			return n.EnsureAgent(ctx, rec.K3sURL, rec.K3sToken)
+		}},
 		bootstrap.Step{Name: "kubernetes-node", Run: func(ctx context.Context) (bool, string, error) {
 			// A node that cannot reach the cluster fails the join (osd join resumes it)
 			// rather than waiting for ever.
 			ctx, cancel := context.WithTimeout(ctx, joinNodeTimeout)
 			defer cancel()
-			return d.waitNodeReady(ctx)
+			return n.WaitReady(ctx)
 		}},
-		bootstrap.Step{Name: "cluster-member", Run: func(ctx context.Context) (bool, string, error) { return d.completeJoin(ctx) }},
+		bootstrap.Step{Name: "cluster-member", Run: func(ctx context.Context) (bool, string, error) { return s.completeJoin(ctx) }},
 	)
-}
-
-// ensureAgent starts containerd and the embedded k3s agent once per daemon process.
-func (d *Daemon) ensureAgent(ctx context.Context, rec joinRecord) (bool, string, error) {
-	d.k8sOnce.Lock()
-	defer d.k8sOnce.Unlock()
-	if d.server != nil {
-		return false, "running", nil
-	}
-	// No role labels here: a kubelet may not set them (RoleLabelPrefix); the cluster
-	// gives them when the join completes.
-	kc := d.k3sConfig()
-	if _, err := k3s.AgentArgs(kc, rec.K3sURL, rec.K3sToken); err != nil {
-		return false, "", fmt.Errorf("the cluster's join information: %w", err)
-	}
-	if err := k3s.Prepare(kc, d.cfg.Self); err != nil {
-		return false, "", err
-	}
-	logf, err := os.OpenFile(kc.LogDir()+"/containerd.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return false, "", fmt.Errorf("open containerd log: %w", err)
-	}
-	d.onStop(func(context.Context) error { return logf.Close() })
-	cd, err := k3s.StartContainerd(ctx, kc, d.cfg.Self, logf, 30*time.Second)
-	if err != nil {
-		return false, "", err
-	}
-	d.containerd = cd
-	if err := d.ensurePauseImage(ctx, kc); err != nil {
-		cd.Stop(ctx, false)
-		d.containerd = nil
-		return false, "", err
-	}
-	srv, err := k3s.StartAgent(kc, rec.K3sURL, rec.K3sToken)
-	if err != nil {
-		return false, "", err
-	}
-	d.server = srv
-	d.watchAgent(d.runCtx, kc)
-	return true, fmt.Sprintf("containerd and the k3s agent started (server %s)", rec.K3sURL), nil
-}
-
-// watchAgent keeps the node state current through the kubelet's own credentials, writes
-// the pod network configuration once the node has a pod CIDR, and stops the daemon if
-// k3s or containerd end on their own (as watchKubernetes does for a server).
-func (d *Daemon) watchAgent(ctx context.Context, kc k3s.Config) {
-	d.watchNode(ctx, kc, "embedded k3s agent", "waiting for the k3s agent to join "+kc.NodeName+" to the cluster",
-		func() kubernetes.Interface { return probeClient(k3s.AgentRESTConfig, kc.Paths) })
 }
 
 // completeJoin registers this node with the cluster (consuming the token) and forgets the
 // token's secret.
-func (d *Daemon) completeJoin(ctx context.Context) (bool, string, error) {
-	rec, err := d.loadJoin()
+func (s *Service) completeJoin(ctx context.Context) (bool, string, error) {
+	rec, err := s.loadJoin()
 	if err != nil || rec == nil {
 		return false, "", fmt.Errorf("no join under way: %v", err)
 	}
-	if rec.State == joinMember {
+	if rec.State == state.JoinMember {
 		return false, "member of the cluster at " + rec.Server, nil
 	}
-	id, err := cluster.LoadMemberIdentity(d.identityDir())
+	id, err := cluster.LoadMemberIdentity(s.identityDir())
 	if err != nil {
 		return false, "", err
 	}
@@ -446,30 +371,30 @@ func (d *Daemon) completeJoin(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, "", fmt.Errorf("complete the join with %s: %w", rec.Server, err)
 	}
-	rec.State, rec.Secret = joinMember, ""
-	if err := d.saveJoin(ctx, *rec); err != nil {
+	rec.State, rec.Secret = state.JoinMember, ""
+	if err := s.saveJoin(ctx, *rec); err != nil {
 		return false, "", err
 	}
 	slog.Info("joined the cluster", "name", m.Name, "server", rec.Server, "roles", m.Roles)
 	return true, fmt.Sprintf("member %s of the cluster at %s, roles %v", m.Name, rec.Server, m.Roles), nil
 }
 
-// resumeJoin continues at daemon start what a join left: a join under way runs again, a
-// member starts its agent and heartbeats.
-func (d *Daemon) resumeJoin(ctx context.Context) {
-	rec, err := d.loadJoin()
+// ResumeAtStart continues at daemon start what a join left: a join under way runs
+// again, a member starts its agent and heartbeats.
+func (s *Service) ResumeAtStart(ctx context.Context) {
+	rec, err := s.loadJoin()
 	if err != nil {
 		slog.Error("join state unreadable", "err", err)
 		return
 	}
-	if rec == nil || rec.State == joinRemoved {
+	if rec == nil || rec.State == state.JoinRemoved {
 		if rec != nil {
 			slog.Warn("this node was removed from its cluster; osd reset cleans it")
 		}
 		return
 	}
 	slog.Info("resuming cluster membership", "state", rec.State, "server", rec.Server)
-	d.startJoin(*rec)
+	s.startJoin(*rec)
 }
 
 // startHeartbeats tells the cluster every heartbeatInterval that this member is alive, and
@@ -478,39 +403,33 @@ func (d *Daemon) resumeJoin(ctx context.Context) {
 // (which stops the embedded agent; osd reset then cleans the host); any other failure,
 // such as a certificate that expired while the node was off, is reported (osd status)
 // and retried.
-func (d *Daemon) startHeartbeats() {
-	d.join.mu.Lock()
-	if d.join.beating {
-		d.join.mu.Unlock()
+func (s *Service) startHeartbeats() {
+	s.mu.Lock()
+	if s.beating {
+		s.mu.Unlock()
 		return
 	}
-	d.join.beating = true
-	d.join.mu.Unlock()
-	ctx := d.runCtx
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	s.beating = true
+	s.mu.Unlock()
+	s.st.Go(func(ctx context.Context) {
 		for {
-			rec, err := d.loadJoin()
+			rec, err := s.loadJoin()
 			if err == nil && rec != nil {
-				err = d.heartbeat(ctx, rec)
+				err = s.heartbeat(ctx, rec)
 			}
-			d.join.mu.Lock()
-			d.join.beatErr = ""
+			s.mu.Lock()
+			s.beatErr = ""
 			if err != nil {
-				d.join.beatErr = err.Error()
+				s.beatErr = err.Error()
 			}
-			d.join.mu.Unlock()
+			s.mu.Unlock()
 			if errors.Is(err, cluster.ErrRemoved) {
 				slog.Error("the cluster removed this node: stopping the embedded Kubernetes agent (osd reset cleans this host)", "err", err)
-				rec.State = joinRemoved
-				if serr := d.saveJoin(context.WithoutCancel(ctx), *rec); serr != nil {
+				rec.State = state.JoinRemoved
+				if serr := s.saveJoin(context.WithoutCancel(ctx), *rec); serr != nil {
 					slog.Error("record removal", "err", serr)
 				}
-				select {
-				case d.failed <- err:
-				default:
-				}
+				s.st.Stop(err)
 				return
 			}
 			if err != nil && ctx.Err() == nil {
@@ -522,19 +441,19 @@ func (d *Daemon) startHeartbeats() {
 			case <-time.After(heartbeatInterval):
 			}
 		}
-	}()
+	})
 }
 
 // heartbeat sends one heartbeat, renewing the member certificate first when it is due.
-func (d *Daemon) heartbeat(ctx context.Context, rec *joinRecord) error {
-	id, err := cluster.LoadMemberIdentity(d.identityDir())
+func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
+	id, err := cluster.LoadMemberIdentity(s.identityDir())
 	if err != nil {
 		return err
 	}
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if cluster.MemberCertDue(id.Cert.Leaf, time.Now()) {
-		renewed, err := cluster.RenewMemberCert(hctx, d.identityDir(), id, rec.Server, rec.Name)
+		renewed, err := cluster.RenewMemberCert(hctx, s.identityDir(), id, rec.Server, rec.Name)
 		if err != nil {
 			// The current certificate keeps working until it expires: say so, go on.
 			slog.Warn("member certificate renewal failed; retrying at the next heartbeat", "err", err, "expires", id.Cert.Leaf.NotAfter)

@@ -1,4 +1,4 @@
-package daemon
+package netsetup
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
 
@@ -35,39 +34,6 @@ func TestMountInfoHas(t *testing.T) {
 	}
 }
 
-func TestRoleLabels(t *testing.T) {
-	for _, tt := range []struct {
-		roles   []string
-		want    string
-		wantErr bool
-	}{
-		{roles: []string{"compute"}, want: "openstack-compute-node openvswitch"},
-		{roles: []string{"network"}, want: "openstack-gateway openvswitch"},
-		{roles: []string{"control", "compute"}, want: "openstack-compute-node openstack-control-plane openvswitch"},
-		{roles: allRoles, want: "openstack-compute-node openstack-control-plane openstack-gateway openstack-storage openvswitch"},
-		{roles: []string{"gpu"}, wantErr: true},
-	} {
-		got, err := RoleLabels(tt.roles)
-		if (err != nil) != tt.wantErr {
-			t.Errorf("RoleLabels(%v) error = %v, want error %v", tt.roles, err, tt.wantErr)
-			continue
-		}
-		var names []string
-		for k, v := range got {
-			if v != "enabled" {
-				t.Errorf("RoleLabels(%v)[%s] = %q, want enabled", tt.roles, k, v)
-			}
-			if !strings.HasPrefix(k, RoleLabelPrefix) {
-				t.Errorf("RoleLabels(%v) has %s, want every role label under %s (a kubelet cannot set those)", tt.roles, k, RoleLabelPrefix)
-			}
-			names = append(names, strings.TrimPrefix(k, RoleLabelPrefix))
-		}
-		sort.Strings(names)
-		if !tt.wantErr && strings.Join(names, " ") != tt.want {
-			t.Errorf("RoleLabels(%v) = %v, want %s", tt.roles, names, tt.want)
-		}
-	}
-}
 
 func TestHiddenNetns(t *testing.T) {
 	for _, tt := range []struct {
@@ -87,7 +53,7 @@ func TestHiddenNetns(t *testing.T) {
 }
 
 // TestSharedNetnsDirSurvivesIPNetnsAdd runs in a private mount namespace (this test's
-// thread only) with a fresh /run: after ensureSharedNetnsDir, a pod namespace pin stays
+// thread only) with a fresh /run: after EnsureSharedNetnsDir, a pod namespace pin stays
 // visible when `ip netns add` runs later (without it, ip stacks a new mount over /run/netns
 // and hides the pin, which is what broke pod teardown).
 func TestSharedNetnsDirSurvivesIPNetnsAdd(t *testing.T) {
@@ -111,13 +77,13 @@ func TestSharedNetnsDirSurvivesIPNetnsAdd(t *testing.T) {
 			if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "size=16m"); err != nil {
 				return fmt.Errorf("tmpfs on /run: %w", err)
 			}
-			if err := ensureSharedNetnsDir(); err != nil {
+			if err := EnsureSharedNetnsDir(); err != nil {
 				return err
 			}
-			if err := ensureSharedNetnsDir(); err != nil { // idempotent
+			if err := EnsureSharedNetnsDir(); err != nil { // idempotent
 				return fmt.Errorf("second call: %w", err)
 			}
-			pin := netnsDir + "/cni-osd-test"
+			pin := NetnsDir + "/cni-osd-test"
 			if err := os.WriteFile(pin, nil, 0o444); err != nil {
 				return err
 			}

@@ -1,0 +1,150 @@
+package api
+
+import "time"
+
+// Roles a member can take.
+const (
+	RoleCompute = "compute"
+	RoleControl = "control"
+	RoleNetwork = "network"
+	RoleStorage = "storage"
+)
+
+// DefaultJoinRoles are the roles of a joining node when its token names none.
+var DefaultJoinRoles = []string{RoleCompute, RoleNetwork}
+
+// Token states.
+const (
+	TokenPending  = "pending"
+	TokenExpired  = "expired"
+	TokenConsumed = "consumed"
+	TokenRevoked  = "revoked"
+)
+
+// Kubernetes node states a member listing shows.
+const (
+	NodeReady    = "Ready"
+	NodeNotReady = "NotReady"
+	NodeAbsent   = "absent"  // no such node in the cluster's Kubernetes
+	NodeUnknown  = "unknown" // the cluster's Kubernetes could not be asked
+)
+
+// TokenRequest is the body of POST /1.0/cluster/tokens.
+type TokenRequest struct {
+	Name  string   `json:"name"`
+	Roles []string `json:"roles,omitempty"` // the joining node's roles (empty: DefaultJoinRoles)
+	TTL   string   `json:"ttl,omitempty"`   // Go duration, e.g. "1h"; empty: one hour
+}
+
+// IssuedToken is the answer to POST /1.0/cluster/tokens: the encoded token is shown once.
+type IssuedToken struct {
+	Name    string    `json:"name"`
+	Roles   []string  `json:"roles"`
+	Token   string    `json:"token"`
+	Expires time.Time `json:"expires"`
+}
+
+// TokenInfo describes an issued token without its secret (which is never stored).
+type TokenInfo struct {
+	Name      string    `json:"name"`
+	Roles     []string  `json:"roles"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// TrustRequest is the body of POST /1.0/trust.
+type TrustRequest struct {
+	Name        string `json:"name"`
+	Certificate string `json:"certificate"` // PEM
+}
+
+// TrustEntry is a trusted certificate as the API lists it.
+type TrustEntry struct {
+	Fingerprint string    `json:"fingerprint"`
+	Name        string    `json:"name"`
+	Kind        string    `json:"kind"`
+	AddedAt     time.Time `json:"added_at"`
+}
+
+// Member is a member of the cluster as the API shows it.
+type Member struct {
+	Name          string     `json:"name"`
+	Address       string     `json:"address"`
+	Fingerprint   string     `json:"fingerprint"`
+	Roles         []string   `json:"roles"`
+	JoinedAt      time.Time  `json:"joined_at"`
+	LastHeartbeat *time.Time `json:"last_heartbeat,omitempty"`
+	// NodeState is the member's Kubernetes node as the cluster sees it: Ready, NotReady,
+	// absent or unknown (set by listings).
+	NodeState string `json:"node_state,omitempty"`
+	// Version is the member's osd version from its last heartbeat ("" until one arrives).
+	Version string `json:"version,omitempty"`
+	// Local marks the daemon that answered (the node that ran osd init).
+	Local bool `json:"local,omitempty"`
+}
+
+// JoinRequest is what a joining node sends to POST /1.0/cluster/join (to receive its
+// credentials) and again to POST /1.0/cluster/join/complete (to register, once its k3s
+// agent has joined), proving the token by name and secret. The node's roles are not
+// its to choose: they come with the token.
+type JoinRequest struct {
+	Name    string `json:"name"`
+	Secret  string `json:"secret"`
+	Address string `json:"address"` // host:port of the joiner's own HTTPS API
+	// CSR is a PEM certificate request for the member's client certificate (join only):
+	// its private key never leaves the joining node.
+	CSR string `json:"csr,omitempty"`
+}
+
+// JoinResponse carries what the joiner needs: its member certificate (client use only,
+// towards the cluster's HTTPS API), the cluster CA, the roles its token gives it, and a
+// credential with which its embedded k3s agent registers this one node, valid only until
+// K3sTokenExpires and dropped as soon as the join completes. No secret that outlives the
+// join, and nothing that would let the joiner act as a server, is in it.
+type JoinResponse struct {
+	MemberCertPEM   string    `json:"member_cert_pem"`
+	CACertPEM       string    `json:"ca_cert_pem"`
+	Roles           []string  `json:"roles"`
+	K3sServerURL    string    `json:"k3s_server_url"`
+	K3sToken        string    `json:"k3s_token"`
+	K3sTokenExpires time.Time `json:"k3s_token_expires"`
+}
+
+// HeartbeatRequest is the optional body of POST /1.0/cluster/members/{name}/heartbeat.
+type HeartbeatRequest struct {
+	Version string `json:"version,omitempty"` // the member's osd version
+}
+
+// RenewRequest is the body of POST /1.0/cluster/members/{name}/certificate.
+type RenewRequest struct {
+	CSR string `json:"csr"` // PEM certificate request for the member's new key
+}
+
+// RenewResponse is its answer: the new member certificate.
+type RenewResponse struct {
+	CertificatePEM string    `json:"certificate_pem"`
+	Expires        time.Time `json:"expires"`
+}
+
+// JoinRemoteRequest is the body of POST /1.0/cluster/join-remote: join the cluster the
+// token names. The node's roles come with the token (osd cluster add NAME --role ...);
+// Roles, if given, must be the token's.
+type JoinRemoteRequest struct {
+	Token string   `json:"token"`
+	Roles []string `json:"roles,omitempty"`
+}
+
+// JoinStatus is what GET /1.0/cluster/join-remote answers (and POST when there is nothing
+// left to do): how far this node's join is.
+type JoinStatus struct {
+	State     string   `json:"state"` // none, joining, member, removed
+	Name      string   `json:"name,omitempty"`
+	Roles     []string `json:"roles,omitempty"`
+	Server    string   `json:"server,omitempty"` // the member that let this node in
+	Operation string   `json:"operation,omitempty"`
+	Error     string   `json:"error,omitempty"` // the last attempt's failure
+	// HeartbeatError is why the last heartbeat to the cluster failed ("" when it went
+	// through): a member whose heartbeats fail is still one until the cluster says not.
+	HeartbeatError string `json:"heartbeat_error,omitempty"`
+}

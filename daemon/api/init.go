@@ -1,0 +1,85 @@
+package api
+
+import "time"
+
+// InitRequest is the body of POST /1.0/init.
+type InitRequest struct {
+	// KubernetesOnly stops after the embedded Kubernetes node is Ready (no OpenStack).
+	KubernetesOnly bool `json:"kubernetes_only,omitempty"`
+	// ExternalInterface moves this host NIC into br-ex (guarded by a connectivity check
+	// that rolls back) instead of the default isolated, NATed external network.
+	ExternalInterface string `json:"external_interface,omitempty"`
+	// ExternalCIDR is the isolated external network (default 172.24.4.0/24).
+	ExternalCIDR string `json:"external_cidr,omitempty"`
+}
+
+// Converge states.
+const (
+	ConvergeIdle      = "idle"
+	ConvergeRunning   = "running"
+	ConvergeSucceeded = "succeeded"
+	ConvergeFailed    = "failed"
+)
+
+// InitState is the progress of the current (or last) converge run, as GET /1.0/init
+// answers it.
+type InitState struct {
+	State     string     `json:"state"` // idle, running, succeeded, failed
+	Run       string     `json:"run,omitempty"`
+	Operation string     `json:"operation,omitempty"` // the run's operation (GET /1.0/operations/{id})
+	Started   time.Time  `json:"started,omitzero"`
+	Finished  time.Time  `json:"finished,omitzero"`
+	Steps     []Step     `json:"steps,omitempty"`
+	Detail    string     `json:"detail,omitempty"` // what the running step is doing now
+	Error     string     `json:"error,omitempty"`
+	Findings  []Finding  `json:"findings,omitempty"`
+	Decision  *Decisions `json:"decisions,omitempty"`
+	// Dashboard is Horizon's address once the cloud is up (login: the admin credentials).
+	Dashboard string `json:"dashboard,omitempty"`
+}
+
+// Step is one step of a converge or join run: started (Done false) or finished.
+type Step struct {
+	Step    string        `json:"step"`
+	Index   int           `json:"index"`
+	Total   int           `json:"total"`
+	Done    bool          `json:"done"`
+	Changed bool          `json:"changed"`
+	Detail  string        `json:"detail,omitempty"`
+	Error   string        `json:"error,omitempty"`
+	Took    time.Duration `json:"took"`
+}
+
+// Finding statuses.
+const (
+	FindingOK   = "ok"
+	FindingWarn = "warn"
+	FindingFail = "fail"
+)
+
+// Finding is one preflight check's outcome, with the fix when it is not ok.
+type Finding struct {
+	Check   string `json:"check"`
+	Status  string `json:"status"` // ok, warn, fail
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+// Decisions are what preflight chose for this host, each with its reason.
+type Decisions struct {
+	VirtType             string `json:"virt_type"` // kvm | qemu
+	VirtTypeReason       string `json:"virt_type_reason"`
+	OVSDatapath          string `json:"ovs_datapath"` // system | netdev
+	OVSDatapathReason    string `json:"ovs_datapath_reason"`
+	StorageBackend       string `json:"storage_backend"`
+	StorageBackendReason string `json:"storage_backend_reason"`
+}
+
+// PreflightReport is what GET /1.0/preflight answers: the probed facts, the decisions and
+// the findings, and whether any failed.
+type PreflightReport struct {
+	Facts     map[string]any `json:"facts"`
+	Decisions Decisions      `json:"decisions"`
+	Findings  []Finding      `json:"findings"`
+	Failed    bool           `json:"failed"`
+}

@@ -1,0 +1,44 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// RoleLabelPrefix is where role labels live: a kubelet may not set labels under
+// node-restriction.kubernetes.io/ on its own Node (the NodeRestriction admission plugin),
+// so a node cannot give itself roles (and with them the workloads and secrets of a
+// role); osd gives them, with the cluster's admin credentials, from the join token.
+const RoleLabelPrefix = "node-restriction.kubernetes.io/"
+
+// Node roles and the labels that place workloads (each under RoleLabelPrefix): the charts
+// select nodes by these labels (ovn-controller and the metadata agent on openvswitch,
+// gateway chassis on openstack-gateway, nova-compute on openstack-compute-node, each
+// =enabled).
+var roleLabels = map[string][]string{
+	RoleControl: {"openstack-control-plane"},
+	RoleCompute: {"openstack-compute-node", "openvswitch"},
+	RoleNetwork: {"openvswitch", "openstack-gateway"},
+	RoleStorage: {"openstack-storage"},
+}
+
+// RoleLabels is the set of node labels (name -> "enabled") for roles; unknown roles are an error.
+func RoleLabels(roles []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, r := range roles {
+		ls, ok := roleLabels[r]
+		if !ok {
+			known := make([]string, 0, len(roleLabels))
+			for k := range roleLabels {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			return nil, fmt.Errorf("unknown role %q (roles: %s)", r, strings.Join(known, ", "))
+		}
+		for _, l := range ls {
+			out[RoleLabelPrefix+l] = "enabled"
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,203 @@
+// Package converge is the daemon's init resource: POST /1.0/init records that this host is
+// to be an osd node and converges it as an operation (preflight, the host preparation
+// steps, the embedded Kubernetes, then what the deployment adds), GET /1.0/init follows
+// the current or last run, GET /1.0/preflight and GET /1.0/journal tell what the host is
+// and what was done to it. A host that was initialized is converged again at every start.
+package converge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/node"
+	"github.com/osdcloud/osd/daemon/operations"
+	"github.com/osdcloud/osd/daemon/state"
+)
+
+// OperationKind is the kind of converge operations.
+const OperationKind = "init"
+
+// MoreSteps are the steps after the host and its Kubernetes node (the images, the
+// deployment, the day-one resources), given a function that says what the running step
+// is doing now.
+type MoreSteps func(detail func(string)) []bootstrap.Step
+
+// Service converges this host.
+type Service struct {
+	st   *state.State
+	more MoreSteps
+
+	startMu sync.Mutex // one Start at a time
+	mu      sync.Mutex
+	cur     api.InitState
+}
+
+// New returns the converge resource of st; more adds the steps of the full cloud.
+func New(st *state.State, more MoreSteps) *Service {
+	return &Service{st: st, more: more, cur: api.InitState{State: api.ConvergeIdle}}
+}
+
+// Snapshot is the current or last converge run.
+func (s *Service) Snapshot() api.InitState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cur
+	c.Steps = append([]api.Step(nil), s.cur.Steps...)
+	return c
+}
+
+func (s *Service) update(f func(*api.InitState)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.cur)
+}
+
+// SetDashboard records Horizon's address for the run's answer.
+func (s *Service) SetDashboard(url string) { s.update(func(c *api.InitState) { c.Dashboard = url }) }
+
+// Start starts a converge run as an operation unless one runs; it returns the run's
+// operation either way. The run's state is running from the moment Start returns.
+func (s *Service) Start() api.Operation {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if op, ok := s.st.Ops.Running(OperationKind); ok {
+		return op
+	}
+	s.update(func(c *api.InitState) { *c = api.InitState{State: api.ConvergeRunning, Started: time.Now()} })
+	op, _ := s.st.Ops.Start(OperationKind, true, func(ctx context.Context, emit func(string)) (any, error) {
+		s.update(func(c *api.InitState) { c.Operation = operations.ID(ctx) })
+		run := strconv.FormatInt(time.Now().UnixNano(), 36)
+		err := s.converge(ctx, run, emit)
+		s.update(func(c *api.InitState) {
+			c.Finished, c.State = time.Now(), api.ConvergeSucceeded
+			if err != nil {
+				c.State, c.Error = api.ConvergeFailed, err.Error()
+			}
+		})
+		if err != nil {
+			slog.Error("converge failed", "run", run, "err", err)
+			return s.Snapshot(), err
+		}
+		slog.Info("host converged", "run", run, "took", time.Since(s.Snapshot().Started).Round(time.Millisecond))
+		return s.Snapshot(), nil
+	})
+	return op
+}
+
+// ResumeAtStart converges a host that was initialized before (after a reboot nothing
+// else brings OVS, the external network or the loop-backed volume group back).
+func (s *Service) ResumeAtStart(ctx context.Context) error {
+	if v, _, err := s.st.Get(ctx, state.KeyInitialized); err != nil {
+		return err
+	} else if v == "true" {
+		slog.Info("host was initialized before: converging it")
+		s.Start()
+	}
+	return nil
+}
+
+// converge runs preflight, then the plan.
+func (s *Service) converge(ctx context.Context, run string, emit func(string)) error {
+	s.update(func(c *api.InitState) { c.Run = run })
+	rep, err := preflight.Run(ctx, PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	if err != nil && len(rep.Findings) == 0 {
+		return fmt.Errorf("preflight: %w", err)
+	}
+	dec := WireDecisions(rep.Decisions)
+	s.update(func(c *api.InitState) { c.Findings, c.Decision = WireFindings(rep.Findings), &dec })
+	if rep.Failed {
+		return errors.New("preflight failed: fix the failed checks (osd preflight shows them) and run osd init again")
+	}
+	if err := RecordSysctls(ctx, s.st); err != nil {
+		return err
+	}
+	goal, _, err := s.st.Get(ctx, state.KeyGoal)
+	if err != nil {
+		return err
+	}
+	if err := s.st.Set(ctx, state.KeyVirtType, rep.Decisions.VirtType); err != nil {
+		return fmt.Errorf("record virt_type: %w", err)
+	}
+	detail := func(d string) { s.update(func(c *api.InitState) { c.Detail = d }) }
+	steps := append(HostSteps(s.st, rep.Decisions, nil), s.nodeSteps(detail)...)
+	if goal != state.GoalKubernetes && s.more != nil {
+		steps = append(steps, s.more(detail)...)
+	}
+	return bootstrap.Execute(ctx, s.st.DB, run, steps, func(e bootstrap.Event) {
+		s.update(func(c *api.InitState) {
+			c.Detail = ""
+			if !e.Done {
+				c.Steps = append(c.Steps, WireStep(e))
+				return
+			}
+			c.Steps[len(c.Steps)-1] = WireStep(e)
+		})
+		emit(StepLine(e))
+		if e.Done {
+			slog.Info("step", "step", e.Step, "changed", e.Changed, "took", e.Took.Round(time.Millisecond), "err", e.Error)
+		}
+	})
+}
+
+// nodeSteps start the embedded Kubernetes server, wait for its node (detail says why it
+// is not ready yet) and label it with every role (a single node is everything).
+func (s *Service) nodeSteps(detail func(string)) []bootstrap.Step {
+	n := s.st.Node
+	return []bootstrap.Step{
+		{Name: "kubernetes", Run: n.EnsureServer},
+		{Name: "kubernetes-node", Run: func(ctx context.Context) (bool, string, error) { return WaitNodeReady(ctx, n, detail) }},
+		{Name: "node-roles", Run: func(ctx context.Context) (bool, string, error) {
+			cs, err := n.Admin()
+			if err != nil {
+				return false, "", err
+			}
+			return node.LabelRoles(ctx, cs, s.st.Cfg.NodeName, cluster.ValidRoles)
+		}},
+	}
+}
+
+// RecordSysctls records the kernel settings as they are before osd first changes them,
+// for reset (the first run only).
+func RecordSysctls(ctx context.Context, st *state.State) error {
+	if _, ok, err := st.Get(ctx, state.KeySysctls); err != nil || ok {
+		return err
+	}
+	b, _ := json.Marshal(k3s.ReadSysctls())
+	if err := st.Set(ctx, state.KeySysctls, string(b)); err != nil {
+		return fmt.Errorf("record sysctls: %w", err)
+	}
+	return nil
+}
+
+// PreflightConfig is what preflight probes on this host.
+func PreflightConfig(cfg state.Config) preflight.ProbeConfig {
+	return preflight.ProbeConfig{StateDir: cfg.StateDir, RunDir: cfg.RunDir, SelfPIDs: []int{os.Getpid()}, SelfExe: cfg.Self}
+}
+
+// WaitNodeReady waits until the node reports Ready, saying meanwhile why it is not.
+func WaitNodeReady(ctx context.Context, n *node.Node, detail func(string)) (bool, string, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for wctx.Err() == nil {
+			detail(n.State().Reason)
+			select {
+			case <-wctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return n.WaitReady(ctx)
+}

@@ -1,0 +1,101 @@
+package converge
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+
+	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/netsetup"
+)
+
+// Endpoints are the converge routes:
+//
+//	POST /1.0/init        InitRequest -> 202, the run's operation (metadata: InitState)
+//	GET  /1.0/init        -> InitState of the current or last run
+//	GET  /1.0/preflight   -> PreflightReport
+//	GET  /1.0/journal     -> the most recent journaled steps
+func (s *Service) Endpoints() []rest.Endpoint {
+	return []rest.Endpoint{
+		{Path: "init", Get: rest.Action{Handler: func(*http.Request) rest.Response { return rest.SyncResponse(s.Snapshot()) }},
+			Post: rest.Action{Handler: s.postInit}},
+		{Path: "preflight", Get: rest.Action{Handler: s.getPreflight}},
+		{Path: "journal", Get: rest.Action{Handler: s.getJournal}},
+	}
+}
+
+// postInit records that this host is to be an osd node and starts converging it.
+func (s *Service) postInit(r *http.Request) rest.Response {
+	var req api.InitRequest
+	if err := rest.DecodeJSON(r, &req, 4096); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	ctx := r.Context()
+	if st, ok, err := s.st.Get(ctx, state.KeyJoin); err != nil {
+		return rest.ErrorResponse(err)
+	} else if ok && st != state.JoinRemoved {
+		how := map[string]string{state.JoinJoining: "joining", state.JoinMember: "a member of"}[st]
+		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this host is %s a cluster (osd join): osd init would make it a second, separate cloud; run osd reset first to leave", how))
+	}
+	goal := state.GoalOpenStack
+	if req.KubernetesOnly {
+		goal = state.GoalKubernetes
+	}
+	if req.ExternalInterface != "" || req.ExternalCIDR != "" {
+		if err := s.wantExternal(r, req); err != nil {
+			return rest.ErrorResponse(err)
+		}
+	}
+	if err := s.st.Set(ctx, state.KeyGoal, goal); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if err := s.st.Set(ctx, state.KeyInitialized, "true"); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	op := s.Start()
+	return rest.AsyncResponse(rest.APIPrefix+"/operations/"+op.ID, s.Snapshot())
+}
+
+// wantExternal checks and records the external network osd init asks for; it refuses to
+// change the one a host already has.
+func (s *Service) wantExternal(r *http.Request, req api.InitRequest) error {
+	ext, err := netsetup.ExternalNetwork{Interface: req.ExternalInterface, CIDR: req.ExternalCIDR}.Normalize()
+	if err != nil {
+		return rest.Errorf(rest.ErrBadRequest, "%v", err)
+	}
+	if ext.Interface != "" {
+		if _, err := net.InterfaceByName(ext.Interface); err != nil {
+			return rest.Errorf(rest.ErrBadRequest, "external interface %q: %v (ip link lists the host's interfaces)", ext.Interface, err)
+		}
+	}
+	if cur, err := External(r.Context(), s.st); err == nil && cur != ext {
+		if v, _, _ := s.st.Get(r.Context(), state.KeyExternal); v != "" {
+			return rest.Errorf(rest.ErrConflict, "this host's external network is already %s %s%s: changing it needs osd reset first", cur.Bridge, cur.CIDR, cur.Interface)
+		}
+	}
+	b, _ := json.Marshal(ext)
+	return s.st.Set(r.Context(), state.KeyExternalWanted, string(b))
+}
+
+func (s *Service) getPreflight(r *http.Request) rest.Response {
+	rep, err := preflight.Run(r.Context(), PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	if err != nil && len(rep.Findings) == 0 {
+		return rest.ErrorResponse(err)
+	}
+	out := api.PreflightReport{Decisions: WireDecisions(rep.Decisions), Findings: WireFindings(rep.Findings), Failed: rep.Failed}
+	if b, err := json.Marshal(rep.Facts); err == nil {
+		json.Unmarshal(b, &out.Facts)
+	}
+	return rest.SyncResponse(out)
+}
+
+func (s *Service) getJournal(r *http.Request) rest.Response {
+	entries, err := s.st.DB.RecentJournal(r.Context(), 200)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	return rest.SyncResponse(entries)
+}

@@ -1,0 +1,103 @@
+package converge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/hypervisor"
+	"github.com/osdcloud/osd/netsetup"
+)
+
+// HostSteps are the idempotent steps that prepare this host (KVM permissions, Open
+// vSwitch, the external network, libvirt, the volume group), in order; only those named
+// in want when it is not nil (a joining node prepares what its roles need, JoinSteps).
+func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) []bootstrap.Step {
+	ovs := netsetup.DefaultOVSConfig()
+	ovs.Datapath = dec.OVSDatapath
+	all := []bootstrap.Step{
+		{Name: "kvm-permissions", Run: func(ctx context.Context) (bool, string, error) {
+			changed, err := hypervisor.EnsureKVMPermissions("/dev/kvm")
+			return changed, "virt_type " + dec.VirtType + ": " + dec.VirtTypeReason, err
+		}},
+		{Name: "openvswitch", Run: func(ctx context.Context) (bool, string, error) {
+			changed, err := netsetup.EnsureOVS(ctx, ovs)
+			if err == nil {
+				err = state.RecordOwner(ctx, st.DB, state.KeyOVSOwner, changed)
+			}
+			return changed, "datapath " + ovs.Datapath, err
+		}},
+		{Name: "external-network", Run: func(ctx context.Context) (bool, string, error) { return externalNetwork(ctx, st, ovs) }},
+		{Name: "libvirt", Run: func(ctx context.Context) (bool, string, error) {
+			started, err := hypervisor.EnsureLibvirtd(ctx, hypervisor.LibvirtConfig{})
+			if err == nil {
+				err = state.RecordOwner(ctx, st.DB, state.KeyLibvirtOwner, started)
+			}
+			if err != nil {
+				return started, "", err
+			}
+			info, err := hypervisor.CheckLibvirt(ctx, hypervisor.DefaultLibvirtSocket)
+			return started, fmt.Sprintf("libvirt %s, QEMU %s, domain types %v", info.LibVersion, info.HypervisorVersion, info.DomainTypes), err
+		}},
+		{Name: "volume-group", Run: func(ctx context.Context) (bool, string, error) {
+			if dec.StorageBackend != "lvm" {
+				return false, "skipped: " + dec.StorageBackendReason, nil
+			}
+			changed, err := hypervisor.EnsureVolumeGroup(ctx, VGSpec(st.Cfg))
+			return changed, "", err
+		}},
+	}
+	if want == nil {
+		return all
+	}
+	var out []bootstrap.Step
+	for _, s := range all {
+		if want[s.Name] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// externalNetwork is the external-network step: br-ex and the network behind it, as the
+// last osd init asked for.
+func externalNetwork(ctx context.Context, st *state.State, ovs netsetup.OVSConfig) (bool, string, error) {
+	ext, err := External(ctx, st)
+	if err != nil {
+		return false, "", err
+	}
+	b, _ := json.Marshal(ext)
+	if err := st.Set(ctx, state.KeyExternal, string(b)); err != nil {
+		return false, "", err
+	}
+	host := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(st.Cfg.StateDir, "host")}
+	changed, err := netsetup.EnsureExternalNetwork(ctx, host, netsetup.Spec{Datapath: ovs.Datapath, External: ext})
+	detail := ext.Bridge + " " + ext.CIDR + " via " + ext.GatewayIP + " (NAT)"
+	if ext.Interface != "" {
+		detail = ext.Bridge + " with " + ext.Interface
+	}
+	return changed, detail, err
+}
+
+// External is the external network to converge to: what the last osd init asked for,
+// else the daemon's configuration.
+func External(ctx context.Context, st *state.State) (netsetup.ExternalNetwork, error) {
+	ext := st.Cfg.External
+	if v, ok, err := st.Get(ctx, state.KeyExternalWanted); err != nil {
+		return ext, err
+	} else if ok {
+		if err := json.Unmarshal([]byte(v), &ext); err != nil {
+			return ext, fmt.Errorf("stored external network: %w", err)
+		}
+	}
+	return ext.Normalize()
+}
+
+// VGSpec is the loop-backed volume group of cfg.
+func VGSpec(cfg state.Config) hypervisor.VGSpec {
+	return hypervisor.VGSpec{Name: "cinder-volumes", BackingFile: filepath.Join(cfg.StateDir, "cinder-volumes.img"), SizeBytes: cfg.VolumeGroupBytes}
+}

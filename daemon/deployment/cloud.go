@@ -1,0 +1,74 @@
+package deployment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/osdcloud/osd/bootstrap/cloud"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/netsetup"
+)
+
+// CloudName is the cloud in the clouds.yaml the openstack step writes.
+const CloudName = "osd"
+
+// AdminCredentials reads the admin credentials the openstack step wrote (clouds.yaml).
+func (s *Service) AdminCredentials() (cloud.Credentials, error) {
+	creds, err := cloud.LoadCloudsYAML(s.st.Cfg.CloudsPath(), CloudName)
+	if os.IsNotExist(err) {
+		return creds, fmt.Errorf("no admin credentials yet (%s): the openstack step of osd init writes them", s.st.Cfg.CloudsPath())
+	}
+	return creds, err
+}
+
+// CloudClient logs in as admin, or says clearly why osd init has not got that far.
+func (s *Service) CloudClient(ctx context.Context) (*cloud.Client, error) {
+	creds, err := s.AdminCredentials()
+	if err != nil {
+		if s.InitState != nil {
+			if st := s.InitState(); st.State == api.ConvergeRunning {
+				step := ""
+				if n := len(st.Steps); n > 0 {
+					step = " (step " + st.Steps[n-1].Step + ")"
+				}
+				return nil, rest.Errorf(rest.ErrNotReady, "osd init is still running%s: wait until it finishes (osd status)", step)
+			}
+		}
+		return nil, rest.Errorf(rest.ErrNotReady, "osd init has not finished on this host (%v): run osd init", err)
+	}
+	c, err := cloud.Authenticate(ctx, creds)
+	if err != nil {
+		return nil, rest.Errorf(rest.ErrNotReady, "log in to Keystone: %v", err)
+	}
+	return c, nil
+}
+
+// ensureDayOne is the converge step after openstack: the guest test image, flavors,
+// the external and tenant networks, the router, the admin project's default security
+// group rules and the test images, made idempotently by name (a second run changes
+// nothing). Parts whose service is not deployed are skipped and said so in the detail.
+func (s *Service) ensureDayOne(ctx context.Context, detail func(string)) (bool, string, error) {
+	creds, err := s.AdminCredentials()
+	if err != nil {
+		return false, "", err
+	}
+	cfg := cloud.DayOneConfig{Credentials: creds, CacheDir: s.st.Cfg.CacheDir, Progress: detail}
+	if v, ok, err := s.st.Get(ctx, state.KeyExternal); err != nil {
+		return false, "", err
+	} else if ok {
+		var ext netsetup.ExternalNetwork
+		if err := json.Unmarshal([]byte(v), &ext); err != nil {
+			return false, "", fmt.Errorf("stored external network: %w", err)
+		}
+		if ext.Interface != "" {
+			cfg.NoExternal = true
+		} else {
+			cfg.ExternalCIDR, cfg.ExternalGateway = ext.CIDR, ext.GatewayIP
+		}
+	}
+	return cloud.EnsureDayOne(ctx, cfg)
+}

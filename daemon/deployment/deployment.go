@@ -1,0 +1,147 @@
+// Package deployment is the daemon's OpenStack resource: the OpenStackDeployment osd asks
+// for (its spec and NodePorts from the service catalog), the one deployment controller
+// driving it (the converge step that waits for every release to be Ready, then keeps
+// reconciling), the admin credentials, the day-one resources, and the routes that show
+// the deployment and a service's rendered values.
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/charts"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/daemon/node"
+	"github.com/osdcloud/osd/daemon/state"
+)
+
+// resync is how often the running controller looks at a ready deployment.
+const resync = time.Minute
+
+// Service is the deployment resource of one daemon.
+type Service struct {
+	st *state.State
+	// InitState, when set, says how far osd init is (for the reason the cloud cannot be
+	// used yet).
+	InitState func() api.InitState
+	// Dashboard, when set, is told Horizon's address once the cloud is up.
+	Dashboard func(url string)
+
+	ctrlOnce sync.Once
+	ctrl     *deploy.Controller
+	runOnce  sync.Once
+}
+
+// New returns the deployment resource of st.
+func New(st *state.State) *Service { return &Service{st: st} }
+
+// controller is the daemon's one deployment controller (made on first use, once the
+// embedded Kubernetes runs).
+func (s *Service) controller() (*deploy.Controller, *node.Clients, error) {
+	kc, err := s.st.Node.Clients()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.ctrlOnce.Do(func() {
+		s.ctrl = &deploy.Controller{Kube: kc.Kube, Dynamic: kc.Dynamic, Helm: kc.Helm, Charts: charts.FS,
+			Log: slog.Default().With("component", "deploy")}
+	})
+	return s.ctrl, kc, nil
+}
+
+// Steps are the converge steps of the cloud after the images: the OpenStack releases,
+// then the day-one resources; detail says what the running one is doing now.
+func (s *Service) Steps(detail func(string)) []bootstrap.Step {
+	return []bootstrap.Step{
+		{Name: "openstack", Run: func(ctx context.Context) (bool, string, error) { return s.ensureOpenStack(ctx, detail) }},
+		{Name: "day-one", Run: func(ctx context.Context) (bool, string, error) { return s.ensureDayOne(ctx, detail) }},
+	}
+}
+
+// ensureOpenStack applies the OpenStackDeployment, reconciles until every release is
+// Ready (then keeps the controller running), and writes the admin credentials.
+func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (bool, string, error) {
+	c, kc, err := s.controller()
+	if err != nil {
+		return false, "", err
+	}
+	spec, err := s.Spec()
+	if err != nil {
+		return false, "", err
+	}
+	if err := c.EnsureDeployment(ctx, kc.APIExt, spec); err != nil {
+		return false, "", err
+	}
+	if _, err := c.RetryFailed(ctx); err != nil {
+		return false, "", err
+	}
+	changed := false
+	res, err := c.UntilReady(ctx, func(r deploy.Result, err error) {
+		changed = changed || len(r.Actions) > 0
+		detail(Progress(r, err))
+	})
+	if err != nil {
+		return changed, Progress(res, nil), err
+	}
+	s.runOnce.Do(func() { go c.Run(s.st.Ctx, resync) })
+	creds, err := deploy.ReadAdminCredentials(ctx, kc.Kube, deploy.Namespace, s.KeystonePublicURL())
+	if err != nil {
+		return changed, "", err
+	}
+	if _, ok := res.Status.Children["horizon"]; ok && s.Dashboard != nil {
+		s.Dashboard(s.PublicURL("horizon", "public"))
+	}
+	wrote, err := s.writeCredentials(creds)
+	return changed || wrote, fmt.Sprintf("%d releases ready; credentials in %s", len(res.Status.Children), s.st.Cfg.CloudsPath()), err
+}
+
+// Progress is one line saying where each release stands (pure).
+func Progress(r deploy.Result, err error) string {
+	names := make([]string, 0, len(r.Status.Children))
+	for n := range r.Status.Children {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		ch := r.Status.Children[n]
+		p := n + " " + ch.State
+		if ch.State != deploy.StateReady && ch.Message != "" {
+			p += " (" + ch.Message + ")"
+		}
+		parts = append(parts, p)
+	}
+	line := strings.Join(parts, ", ")
+	if err != nil {
+		line += "; last pass: " + err.Error()
+	}
+	return line
+}
+
+// writeCredentials writes clouds.yaml and admin-openrc (0600) unless they are current.
+func (s *Service) writeCredentials(c deploy.AdminCredentials) (bool, error) {
+	clouds, err := c.CloudsYAML(CloudName)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for path, data := range map[string][]byte{s.st.Cfg.CloudsPath(): clouds, s.st.Cfg.OpenRCPath(): []byte(c.OpenRC())} {
+		if cur, err := os.ReadFile(path); err == nil && string(cur) == string(data) {
+			continue
+		}
+		if err := fsutil.WriteFileAtomic(path, data, 0o600); err != nil {
+			return changed, err
+		}
+		changed = true
+	}
+	return changed, nil
+}

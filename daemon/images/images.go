@@ -1,0 +1,269 @@
+// Package images is the daemon's image resource: the catalog and the store (GET
+// /1.0/images), builds as operations, airgap bundles (export and import on the daemon's
+// host only), and the converge step that makes every image the deployment needs present
+// in containerd.
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap"
+	bimages "github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/ctrimport"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
+)
+
+// DeployImages are the images the services osd deploys run from.
+var DeployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "openstack", "ovn", "compute"}
+
+// Service is the image resource of one daemon.
+type Service struct {
+	st      *state.State
+	once    sync.Once
+	builder *bimages.Builder
+	busy    sync.Mutex // one image build or import at a time
+}
+
+// New returns the image resource of st.
+func New(st *state.State) *Service { return &Service{st: st} }
+
+// Endpoints are the image routes.
+func (s *Service) Endpoints() []rest.Endpoint {
+	return []rest.Endpoint{
+		{Path: "images", Get: rest.Action{Handler: s.getImages}},
+		{Path: "images/build", Post: rest.Action{Handler: s.postImagesBuild}},
+		{Path: "images/export", Post: rest.Action{Handler: s.postImagesExport}},
+		{Path: "images/import", Post: rest.Action{Handler: s.postImagesImport}},
+	}
+}
+
+// Builder is the daemon's image builder (one per daemon, shared by init and the API).
+func (s *Service) Builder() *bimages.Builder {
+	s.once.Do(func() {
+		s.builder = &bimages.Builder{StateDir: s.st.Cfg.CacheDir, Log: slog.Default().With("component", "images")}
+	})
+	return s.builder
+}
+
+func (s *Service) decodeImages(r *http.Request, needPath bool) (api.ImagesRequest, error) {
+	var req api.ImagesRequest
+	if needPath && r.TLS != nil {
+		return req, rest.Errorf(rest.ErrForbidden, "bundle files are read and written on the daemon's host: use the local socket (osd images export/import on that host)")
+	}
+	if err := rest.DecodeJSON(r, &req, 64<<10); err != nil {
+		return req, err
+	}
+	if _, err := bimages.Select(req.Names...); err != nil {
+		return req, rest.Errorf(rest.ErrBadRequest, "%v: osd images list shows the catalog", err)
+	}
+	if needPath && (req.Path == "" || !filepath.IsAbs(req.Path)) {
+		return req, rest.Errorf(rest.ErrBadRequest, "path %q: want an absolute path of a bundle file", req.Path)
+	}
+	return req, nil
+}
+
+func (s *Service) getImages(*http.Request) rest.Response {
+	st, err := s.Builder().List()
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	out := make([]api.ImageStatus, len(st))
+	for i, x := range st {
+		out[i] = api.ImageStatus{Name: x.Name, Ref: x.Ref, Digest: x.Digest, Size: x.Size, Stored: x.Stored, Cached: x.Cached}
+	}
+	return rest.SyncResponse(out)
+}
+
+// postImagesBuild builds images as an operation that reports each step.
+func (s *Service) postImagesBuild(r *http.Request) rest.Response {
+	req, err := s.decodeImages(r, false)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if !s.busy.TryLock() {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "an image build or import is already running: wait for it (osd images list)"))
+	}
+	op, _ := s.st.Ops.Start("images-build", false, func(ctx context.Context, emit func(string)) (any, error) {
+		defer s.busy.Unlock()
+		b := s.Builder()
+		b.Progress = buildReporter(emit)
+		defer func() { b.Progress = nil }()
+		res, err := b.BuildAll(ctx, req.Names...)
+		for _, x := range res {
+			how := "built"
+			if x.Cached {
+				how = "cached"
+			}
+			emit(fmt.Sprintf("%s: %s %s (%d MB) in %s", x.Name, how, x.Digest, x.Size>>20, x.Duration.Round(time.Second)))
+		}
+		return res, err
+	})
+	return rest.AsyncResponse("/1.0/operations/"+op.ID, op)
+}
+
+// buildReporter turns build events into progress lines, at most one a second per image
+// and step (plus every step change).
+func buildReporter(emit func(string)) func(bimages.Event) {
+	var mu sync.Mutex
+	last := map[string]time.Time{}
+	lastStep := map[string]string{}
+	return func(e bimages.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if lastStep[e.Image] == e.Step && time.Since(last[e.Image]) < time.Second {
+			return
+		}
+		last[e.Image], lastStep[e.Image] = time.Now(), e.Step
+		msg := e.Image + ": " + e.Step
+		if e.Total > 0 {
+			msg += fmt.Sprintf(", %d/%d packages", e.Packages, e.Total)
+		}
+		if e.MB > 0 {
+			msg += fmt.Sprintf(", %.0f MB", e.MB)
+		}
+		if e.Message != "" {
+			msg += ": " + e.Message
+		}
+		emit(msg)
+	}
+}
+
+// postImagesExport writes a bundle file on the daemon's host. The destination is checked
+// before any work (400 saying what to do); an existing file is replaced only with force.
+func (s *Service) postImagesExport(r *http.Request) rest.Response {
+	req, err := s.decodeImages(r, true)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	st, err := s.Builder().Store()
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	path, err := bimages.CheckExportPath(req.Path, req.Force, st.Dir())
+	if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	}
+	stored, err := bimages.WriteBundleFile(path, req.Force, st, req.Names...)
+	if errors.Is(err, bimages.ErrBadDestination) || errors.Is(err, bimages.ErrNotStored) {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	}
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	return rest.SyncResponse(storedImages(stored))
+}
+
+// postImagesImport verifies a bundle and adds its images to the store, and to the
+// embedded containerd when it runs.
+func (s *Service) postImagesImport(r *http.Request) rest.Response {
+	req, err := s.decodeImages(r, true)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if !s.busy.TryLock() {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "an image build or import is already running: wait for it"))
+	}
+	defer s.busy.Unlock()
+	stored, err := s.Builder().Import(req.Path)
+	if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	}
+	if s.st.Node.ContainerdRunning() {
+		var names []string
+		for _, s := range stored {
+			names = append(names, s.Name)
+		}
+		if _, err := s.ImportStored(r.Context(), names...); err != nil {
+			return rest.ErrorResponse(fmt.Errorf("bundle verified and stored, but importing into containerd failed: %w", err))
+		}
+	}
+	return rest.SyncResponse(storedImages(stored))
+}
+
+// Step is the converge step that builds (or finds cached) every image the deployment
+// needs and imports into containerd those it does not hold at that digest; detail says
+// what it is doing now.
+func (s *Service) Step(detail func(string)) bootstrap.Step {
+	return bootstrap.Step{Name: "images", Run: func(ctx context.Context) (bool, string, error) { return s.ensureImages(ctx, detail) }}
+}
+
+// ensureImages is the converge step that builds (or finds cached) every image the
+// deployment needs and imports into containerd those it does not hold at that digest.
+func (s *Service) ensureImages(ctx context.Context, detail func(string)) (bool, string, error) {
+	s.busy.Lock()
+	defer s.busy.Unlock()
+	b := s.Builder()
+	b.Progress = buildReporter(detail)
+	defer func() { b.Progress = nil }()
+	results, err := b.BuildAll(ctx, DeployImages...)
+	if err != nil {
+		return false, "", err
+	}
+	built := 0
+	for _, r := range results {
+		if !r.Cached {
+			built++
+		}
+	}
+	imported, err := s.ImportStored(ctx, DeployImages...)
+	if err != nil {
+		return built > 0, "", err
+	}
+	return built > 0 || len(imported) > 0, fmt.Sprintf("%d built, %d cached, %d imported into containerd", built, len(results)-built, len(imported)), nil
+}
+
+// ImportStored imports the named stored images whose digest containerd does not have.
+func (s *Service) ImportStored(ctx context.Context, names ...string) ([]string, error) {
+	store, err := s.Builder().Store()
+	if err != nil {
+		return nil, err
+	}
+	sock := s.st.Cfg.K3s().ContainerdSocket()
+	refs := map[string]v1.Image{}
+	for _, n := range names {
+		img, st, err := store.Get(n)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", n, err)
+		}
+		have, err := k3s.ImageDigest(ctx, sock, st.Ref)
+		if err != nil {
+			return nil, err
+		}
+		if have != st.Digest {
+			refs[st.Ref] = img
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	if err := ctrimport.ImportMany(ctx, sock, refs); err != nil {
+		return nil, err
+	}
+	imported := make([]string, 0, len(refs))
+	for r := range refs {
+		imported = append(imported, r)
+	}
+	sort.Strings(imported)
+	return imported, nil
+}
+
+func storedImages(st []bimages.Stored) []api.StoredImage {
+	out := make([]api.StoredImage, len(st))
+	for i, x := range st {
+		out[i] = api.StoredImage{Name: x.Name, Ref: x.Ref, Digest: x.Digest, Size: x.Size, RecipeHash: x.RecipeHash, CacheKey: x.CacheKey}
+	}
+	return out
+}
