@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 // Step is one idempotent step: Run checks the host and changes only what differs from
@@ -26,16 +28,7 @@ type Journal interface {
 }
 
 // Event is a progress report: a step started (Done false) or ended.
-type Event struct {
-	Step    string        `json:"step"`
-	Index   int           `json:"index"`
-	Total   int           `json:"total"`
-	Done    bool          `json:"done"`
-	Changed bool          `json:"changed"`
-	Detail  string        `json:"detail,omitempty"`
-	Error   string        `json:"error,omitempty"`
-	Took    time.Duration `json:"took"`
-}
+type Event = api.Step
 
 // StepError says which step failed.
 type StepError struct {

@@ -128,6 +128,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	d.onStop(func(context.Context) error { return db.Close() })
 	d.wire(ctx, db)
+	if n, err := db.CloseInterruptedSteps(ctx, "interrupted: the daemon stopped during this step"); err != nil {
+		return err
+	} else if n > 0 {
+		slog.Warn("steps interrupted by the last stop, closed as failed in the journal", "count", n)
+	}
 	if err := d.startRemote(ctx); err != nil {
 		return err
 	}

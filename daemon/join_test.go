@@ -105,8 +105,8 @@ func serverState(t *testing.T, d *Daemon) string {
 func issue(t *testing.T, c *client.Client, name string) cluster.Token {
 	t.Helper()
 	revoke(t, c, name)
-	var it cluster.IssuedToken
-	if err := c.Query(context.Background(), http.MethodPost, "cluster/tokens", cluster.TokenRequest{Name: name}, &it); err != nil {
+	var it api.IssuedToken
+	if err := c.Query(context.Background(), http.MethodPost, "cluster/tokens", api.TokenRequest{Name: name}, &it); err != nil {
 		t.Fatalf("issue token for %s: %v", name, err)
 	}
 	tok, err := cluster.DecodeToken(it.Token)
@@ -281,7 +281,7 @@ func joinAs(t *testing.T, tok cluster.Token) (*cluster.MemberIdentity, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.9:8443", CSR: key.CSRPEM}
+	req := api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.9:8443", CSR: key.CSRPEM}
 	creds, addr, err := cluster.RequestJoin(ctx, tok, req)
 	if err != nil {
 		t.Fatalf("join as %s: %v", tok.Name, err)
@@ -337,12 +337,12 @@ func TestHeartbeatAfterRemoval(t *testing.T) {
 	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test"); err != nil {
 		t.Fatalf("SendHeartbeat() = %v, want nil", err)
 	}
-	var ms []cluster.Member
+	var ms []api.Member
 	if err := srvAPI.Query(ctx, http.MethodGet, "cluster/members", nil, &ms); err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(ms, func(m cluster.Member) bool { return m.Name == "node7" })
-	if i < 0 || ms[i].Version != "v-test" || ms[i].LastHeartbeat == nil || ms[i].NodeState != cluster.NodeUnknown {
+	i := slices.IndexFunc(ms, func(m api.Member) bool { return m.Name == "node7" })
+	if i < 0 || ms[i].Version != "v-test" || ms[i].LastHeartbeat == nil || ms[i].NodeState != api.NodeUnknown {
 		t.Errorf("GET cluster/members = %+v, want node7 with version v-test, a heartbeat and node state unknown (no Kubernetes here)", ms)
 	}
 	// Removal needs the node out of Kubernetes first; this daemon runs none, so the

@@ -20,6 +20,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/rest"
@@ -175,7 +176,7 @@ func TestHTTPSRoutesByRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	operator := selfSignedPair(t, "automation")
-	if err := local.Query(ctx, http.MethodPost, "trust", cluster.TrustRequest{Name: "automation", Certificate: string(encodeCertPEM(operator))}, nil); err != nil {
+	if err := local.Query(ctx, http.MethodPost, "trust", api.TrustRequest{Name: "automation", Certificate: string(encodeCertPEM(operator))}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// One connection a request, closed after it: anonymous callers may hold only a few

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 func requireClusterBench(b *testing.B) {
@@ -25,7 +25,7 @@ func memberReady(b *testing.B, n1, n2 *nsNode, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, m := range members(b, n1) {
-			if m.Name == n2.name && m.NodeState == cluster.NodeReady {
+			if m.Name == n2.name && m.NodeState == api.NodeReady {
 				return
 			}
 		}
@@ -98,7 +98,7 @@ func BenchmarkJoinRetryAfterKill(b *testing.B) {
 				tokState = tk.State
 			}
 		}
-		if tokState != cluster.TokenPending {
+		if tokState != api.TokenPending {
 			b.Fatalf("token for %s after the killed join is %q, want pending (usable)", n2.name, tokState)
 		}
 		restart := time.Now()
@@ -113,13 +113,13 @@ func BenchmarkJoinRetryAfterKill(b *testing.B) {
 }
 
 // tokens is osd cluster tokens on n.
-func tokens(b *testing.B, n *nsNode) []cluster.TokenInfo {
+func tokens(b *testing.B, n *nsNode) []api.TokenInfo {
 	b.Helper()
 	out, err := n.osd(time.Minute, "cluster", "tokens", "--format", "json")
 	if err != nil {
 		b.Fatalf("osd cluster tokens: %v\n%s", err, out)
 	}
-	var list []cluster.TokenInfo
+	var list []api.TokenInfo
 	if err := jsonUnmarshal(out, &list); err != nil {
 		b.Fatalf("osd cluster tokens: %v\n%s", err, out)
 	}

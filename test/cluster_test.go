@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
 )
@@ -333,13 +334,13 @@ func join(t testing.TB, n1, n2 *nsNode, roles string) (string, time.Duration) {
 }
 
 // members is osd cluster list on n.
-func members(t testing.TB, n *nsNode) []cluster.Member {
+func members(t testing.TB, n *nsNode) []api.Member {
 	t.Helper()
 	out, err := n.osd(time.Minute, "cluster", "list", "--format", "json")
 	if err != nil {
 		t.Fatalf("osd cluster list: %v\n%s", err, out)
 	}
-	var ms []cluster.Member
+	var ms []api.Member
 	if err := json.Unmarshal([]byte(out), &ms); err != nil {
 		t.Fatalf("osd cluster list: %v\n%s", err, out)
 	}
@@ -366,7 +367,7 @@ func TestTwoNodeCluster(t *testing.T) {
 	t.Logf("osd join (token to member with a Ready node), with 200 connections held open against the API, took %s", took.Round(100*time.Millisecond))
 
 	m2 := waitMember(t, n1, n2, time.Minute)
-	if m2 == nil || m2.NodeState != cluster.NodeReady || strings.Join(m2.Roles, ",") != "control" || m2.LastHeartbeat == nil || m2.Version == "" {
+	if m2 == nil || m2.NodeState != api.NodeReady || strings.Join(m2.Roles, ",") != "control" || m2.LastHeartbeat == nil || m2.Version == "" {
 		t.Fatalf("osd cluster list on %s: %s = %+v, want Ready, roles control, a heartbeat and a version", n1.name, n2.name, m2)
 	}
 	out, _ := n1.osd(time.Minute, "cluster", "list")
@@ -515,18 +516,18 @@ func TestTwoNodeCluster(t *testing.T) {
 
 // waitMember polls osd cluster list on n1 until n2 is a Ready member with a heartbeat and
 // a version, for at most timeout (0: once), and returns n2's entry (nil if absent).
-func waitMember(t testing.TB, n1, n2 *nsNode, timeout time.Duration) *cluster.Member {
+func waitMember(t testing.TB, n1, n2 *nsNode, timeout time.Duration) *api.Member {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var m2 *cluster.Member
+		var m2 *api.Member
 		ms := members(t, n1)
 		for i := range ms {
 			if ms[i].Name == n2.name {
 				m2 = &ms[i]
 			}
 		}
-		if m2 != nil && m2.NodeState == cluster.NodeReady && m2.LastHeartbeat != nil && m2.Version != "" || !time.Now().Before(deadline) {
+		if m2 != nil && m2.NodeState == api.NodeReady && m2.LastHeartbeat != nil && m2.Version != "" || !time.Now().Before(deadline) {
 			return m2
 		}
 		time.Sleep(2 * time.Second)
@@ -591,11 +592,11 @@ func checkJoinCredential(t *testing.T, n1, n2 *nsNode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "10.99.0.3:8443", CSR: key.CSRPEM})
+	body, _ := json.Marshal(api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "10.99.0.3:8443", CSR: key.CSRPEM})
 	out, err := n2.nsenter("curl", "-sk", "--max-time", "30", "-H", "Content-Type: application/json", "--data-binary", "@"+writeSecret(t, string(body)),
 		"https://"+tok.Addresses[0]+"/1.0/cluster/join").Output()
 	var env struct {
-		Metadata cluster.JoinResponse `json:"metadata"`
+		Metadata api.JoinResponse `json:"metadata"`
 	}
 	if err != nil || json.Unmarshal(out, &env) != nil || env.Metadata.K3sToken == "" {
 		t.Fatalf("POST cluster/join as osdt-n3 = %s, %v, want the join credentials", out, err)

@@ -241,93 +241,21 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 
-	// Desired: values per enabled service.
-	type want struct {
-		lc   loadedChart
-		vals map[string]any
-	}
-	wants := map[string]want{}
-	desired := map[string]string{}
-	problems := map[string]string{} // service -> why it cannot proceed
-	for _, svc := range cat.Services {
-		if !dep.Spec.ServiceEnabled(svc) {
-			continue
-		}
-		lc, vals, h, err := c.helmValues(dep.Spec, svc)
-		if err != nil {
-			problems[svc.Name] = "values: " + err.Error()
-			desired[svc.Name] = "invalid"
-			continue
-		}
-		wants[svc.Name] = want{lc: lc, vals: vals}
-		desired[svc.Name] = h
-	}
-
-	// Observed: Helm releases and workloads.
-	observed := map[string]ChildStatus{}
-	for name := range desired {
-		svc, _ := cat.Service(name)
-		rel, err := c.Helm.Get(svc.Namespace, name)
-		if errors.Is(err, helmclient.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		observed[name] = childFromRelease(rel)
-		if c.retry[name] {
-			cs := observed[name]
-			cs.ValuesHash = "" // re-apply: recreates the Jobs RetryFailed deleted
-			observed[name] = cs
-		}
+	wants, desired, problems := c.desired(dep.Spec, cat)
+	observed, err := c.observeReleases(cat, desired)
+	if err != nil {
+		return Result{}, err
 	}
 	health, ready, err := c.observeHealth(ctx, cat, desired)
 	if err != nil {
 		return Result{}, err
 	}
-
 	// Plan and act. Helm actions only submit objects; readiness is awaited by later passes.
 	plan, err := Plan(cat, observed, desired, ready)
 	if err != nil {
 		return Result{}, err
 	}
-	var done []Action
-	now := time.Now
-	if c.now != nil {
-		now = c.now
-	}
-	for _, a := range plan {
-		if _, bad := problems[a.Service]; bad {
-			continue
-		}
-		if b, ok := c.failed[a.Service]; ok && now().Before(b.next) {
-			problems[a.Service] = fmt.Sprintf("%s (retry in %s)", b.err, b.next.Sub(now()).Round(time.Second))
-			continue
-		}
-		w := wants[a.Service]
-		start := time.Now()
-		rel, err := c.Helm.Apply(ctx, w.lc.chart, a.Namespace, a.Service, w.vals)
-		if err != nil {
-			if c.failed == nil {
-				c.failed = map[string]backoff{}
-			}
-			b := c.failed[a.Service].after(now())
-			b.err = err.Error()
-			c.failed[a.Service] = b
-			problems[a.Service] = err.Error()
-			c.log().Warn("helm action failed", "service", a.Service, "op", a.Op, "err", err)
-			if r, gerr := c.Helm.Get(a.Namespace, a.Service); gerr == nil {
-				observed[a.Service] = childFromRelease(r)
-			}
-			continue
-		}
-		c.log().Info("helm release applied", "service", a.Service, "op", a.Op, "revision", rel.Revision, "elapsed", time.Since(start).Round(time.Millisecond))
-		delete(c.retry, a.Service)
-		delete(c.failed, a.Service)
-		observed[a.Service] = childFromRelease(rel)
-		ready[a.Service] = false // its objects were just (re)submitted
-		done = append(done, a)
-	}
+	done := c.act(ctx, plan, wants, observed, ready, problems)
 
 	status := Summarize(cat, desired, observed, health, ready, problems)
 	status.ObservedGeneration = dep.Generation
@@ -342,6 +270,106 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		res.RequeueAfter = 2 * time.Second
 	}
 	return res, nil
+}
+
+// wanted is what one enabled service's release should be: its chart and values.
+type wanted struct {
+	lc   loadedChart
+	vals map[string]any
+}
+
+// desired renders the values of every enabled service: what each release should be, its
+// values hash, and why a service cannot proceed (its values do not render).
+func (c *Controller) desired(spec DeploymentSpec, cat Catalog) (map[string]wanted, map[string]string, map[string]string) {
+	wants := map[string]wanted{}
+	desired := map[string]string{}
+	problems := map[string]string{} // service -> why it cannot proceed
+	for _, svc := range cat.Services {
+		if !spec.ServiceEnabled(svc) {
+			continue
+		}
+		lc, vals, h, err := c.helmValues(spec, svc)
+		if err != nil {
+			problems[svc.Name] = "values: " + err.Error()
+			desired[svc.Name] = "invalid"
+			continue
+		}
+		wants[svc.Name] = wanted{lc: lc, vals: vals}
+		desired[svc.Name] = h
+	}
+	return wants, desired, problems
+}
+
+// observeReleases reads the Helm release of every desired service (a release marked for
+// retry is seen without its values hash, so the plan applies it again).
+func (c *Controller) observeReleases(cat Catalog, desired map[string]string) (map[string]ChildStatus, error) {
+	observed := map[string]ChildStatus{}
+	for name := range desired {
+		svc, _ := cat.Service(name)
+		rel, err := c.Helm.Get(svc.Namespace, name)
+		if errors.Is(err, helmclient.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		cs := childFromRelease(rel)
+		if c.retry[name] {
+			cs.ValuesHash = "" // re-apply: recreates the Jobs RetryFailed deleted
+		}
+		observed[name] = cs
+	}
+	return observed, nil
+}
+
+// act runs the plan's Helm actions, except for services with a problem or waiting out
+// the backoff of a failed action, and returns the actions done. It updates observed,
+// ready and problems with what happened.
+func (c *Controller) act(ctx context.Context, plan []Action, wants map[string]wanted, observed map[string]ChildStatus,
+	ready map[string]bool, problems map[string]string) []Action {
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	var done []Action
+	for _, a := range plan {
+		if _, bad := problems[a.Service]; bad {
+			continue
+		}
+		if b, ok := c.failed[a.Service]; ok && now().Before(b.next) {
+			problems[a.Service] = fmt.Sprintf("%s (retry in %s)", b.err, b.next.Sub(now()).Round(time.Second))
+			continue
+		}
+		w := wants[a.Service]
+		start := time.Now()
+		rel, err := c.Helm.Apply(ctx, w.lc.chart, a.Namespace, a.Service, w.vals)
+		if err != nil {
+			c.backOff(a, err, now())
+			problems[a.Service] = err.Error()
+			if r, gerr := c.Helm.Get(a.Namespace, a.Service); gerr == nil {
+				observed[a.Service] = childFromRelease(r)
+			}
+			continue
+		}
+		c.log().Info("helm release applied", "service", a.Service, "op", a.Op, "revision", rel.Revision, "elapsed", time.Since(start).Round(time.Millisecond))
+		delete(c.retry, a.Service)
+		delete(c.failed, a.Service)
+		observed[a.Service] = childFromRelease(rel)
+		ready[a.Service] = false // its objects were just (re)submitted
+		done = append(done, a)
+	}
+	return done
+}
+
+// backOff records a failed Helm action so the next attempt waits (backoff).
+func (c *Controller) backOff(a Action, err error, now time.Time) {
+	if c.failed == nil {
+		c.failed = map[string]backoff{}
+	}
+	b := c.failed[a.Service].after(now)
+	b.err = err.Error()
+	c.failed[a.Service] = b
+	c.log().Warn("helm action failed", "service", a.Service, "op", a.Op, "err", err)
 }
 
 func childFromRelease(r helmclient.Release) ChildStatus {

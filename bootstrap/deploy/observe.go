@@ -21,136 +21,147 @@ const maxLogFetches = 8
 // observeHealth lists the workloads of every desired release and computes their health and
 // each release's readiness (every workload ready, at least one workload).
 func (c *Controller) observeHealth(ctx context.Context, cat Catalog, desired map[string]string) (map[string]WorkloadHealth, map[string]bool, error) {
+	hs := &healthScan{c: c, cat: cat, desired: desired,
+		health: map[string]WorkloadHealth{}, count: map[string]int{}, ready: map[string]bool{}}
 	namespaces := map[string]bool{}
 	for name := range desired {
 		svc, _ := cat.Service(name)
 		namespaces[svc.Namespace] = true
+		hs.ready[name] = true
 	}
-	health := map[string]WorkloadHealth{}
-	count := map[string]int{}
-	ready := map[string]bool{}
-	for name := range desired {
-		ready[name] = true
-	}
-	fetched := 0
 	for ns := range namespaces {
-		pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("list pods in %s: %w", ns, err)
-		}
-		podsFor := func(sel *metav1.LabelSelector) []corev1.Pod {
-			s, err := metav1.LabelSelectorAsSelector(sel)
-			if err != nil || s.Empty() {
-				return nil
-			}
-			var out []corev1.Pod
-			for _, p := range pods.Items {
-				if s.Matches(labels.Set(p.Labels)) {
-					out = append(out, p)
-				}
-			}
-			return out
-		}
-		logsFor := func(ps []corev1.Pod) Logs {
-			logs := Logs{}
-			for _, ref := range LogTargets(ps) {
-				if fetched >= maxLogFetches {
-					break
-				}
-				fetched++
-				if line := c.lastLogLine(ctx, ns, ref); line != "" {
-					logs[ref] = line
-				}
-			}
-			return logs
-		}
-		owner := func(m metav1.ObjectMeta) (string, bool) {
-			rel := m.Annotations[annoReleaseName]
-			_, want := desired[rel]
-			if !want || m.Annotations[annoReleaseNamespace] != ns {
-				return "", false
-			}
-			if svc, _ := cat.Service(rel); svc.Namespace != ns {
-				return "", false
-			}
-			return rel, true
-		}
-		add := func(rel string, h WorkloadHealth) {
-			h.Release = rel
-			health[h.Kind+"/"+h.Namespace+"/"+h.Name] = h
-			count[rel]++
-			if h.Reason != "" {
-				ready[rel] = false
-			}
-		}
-
-		dl, err := c.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("list deployments in %s: %w", ns, err)
-		}
-		for i := range dl.Items {
-			d := &dl.Items[i]
-			if rel, ok := owner(d.ObjectMeta); ok {
-				ps := podsFor(d.Spec.Selector)
-				h := DeploymentHealth(d, ps, nil)
-				if h.Reason != "" {
-					h = DeploymentHealth(d, ps, logsFor(ps))
-				}
-				add(rel, h)
-			}
-		}
-		sl, err := c.Kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("list statefulsets in %s: %w", ns, err)
-		}
-		for i := range sl.Items {
-			s := &sl.Items[i]
-			if rel, ok := owner(s.ObjectMeta); ok {
-				ps := podsFor(s.Spec.Selector)
-				h := StatefulSetHealth(s, ps, nil)
-				if h.Reason != "" {
-					h = StatefulSetHealth(s, ps, logsFor(ps))
-				}
-				add(rel, h)
-			}
-		}
-		dsl, err := c.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("list daemonsets in %s: %w", ns, err)
-		}
-		for i := range dsl.Items {
-			ds := &dsl.Items[i]
-			if rel, ok := owner(ds.ObjectMeta); ok {
-				ps := podsFor(ds.Spec.Selector)
-				h := DaemonSetHealth(ds, ps, nil)
-				if h.Reason != "" {
-					h = DaemonSetHealth(ds, ps, logsFor(ps))
-				}
-				add(rel, h)
-			}
-		}
-		jl, err := c.Kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("list jobs in %s: %w", ns, err)
-		}
-		for i := range jl.Items {
-			j := &jl.Items[i]
-			if rel, ok := owner(j.ObjectMeta); ok {
-				ps := podsFor(j.Spec.Selector)
-				h := JobHealth(j, ps, nil)
-				if h.Reason != "" {
-					h = JobHealth(j, ps, logsFor(ps))
-				}
-				add(rel, h)
-			}
+		if err := hs.scan(ctx, ns); err != nil {
+			return nil, nil, err
 		}
 	}
 	for name := range desired {
-		if count[name] == 0 {
-			ready[name] = false
+		if hs.count[name] == 0 {
+			hs.ready[name] = false // nothing of it runs yet
 		}
 	}
-	return health, ready, nil
+	return hs.health, hs.ready, nil
+}
+
+// healthScan is one pass over the workloads of the desired releases.
+type healthScan struct {
+	c       *Controller
+	cat     Catalog
+	desired map[string]string
+	health  map[string]WorkloadHealth
+	count   map[string]int  // workloads seen per release
+	ready   map[string]bool // per release
+	fetched int             // log lines fetched in this pass (at most maxLogFetches)
+}
+
+// scan looks at every workload in ns that belongs to a desired release.
+func (hs *healthScan) scan(ctx context.Context, ns string) error {
+	kube := hs.c.Kube
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list pods in %s: %w", ns, err)
+	}
+	n := &nsScan{healthScan: hs, ns: ns, pods: pods.Items}
+	dl, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list deployments in %s: %w", ns, err)
+	}
+	for i := range dl.Items {
+		d := &dl.Items[i]
+		n.consider(ctx, d.ObjectMeta, d.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return DeploymentHealth(d, ps, l) })
+	}
+	sl, err := kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list statefulsets in %s: %w", ns, err)
+	}
+	for i := range sl.Items {
+		s := &sl.Items[i]
+		n.consider(ctx, s.ObjectMeta, s.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return StatefulSetHealth(s, ps, l) })
+	}
+	dsl, err := kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list daemonsets in %s: %w", ns, err)
+	}
+	for i := range dsl.Items {
+		ds := &dsl.Items[i]
+		n.consider(ctx, ds.ObjectMeta, ds.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return DaemonSetHealth(ds, ps, l) })
+	}
+	jl, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list jobs in %s: %w", ns, err)
+	}
+	for i := range jl.Items {
+		j := &jl.Items[i]
+		n.consider(ctx, j.ObjectMeta, j.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return JobHealth(j, ps, l) })
+	}
+	return nil
+}
+
+// nsScan is the part of a health scan in one namespace.
+type nsScan struct {
+	*healthScan
+	ns   string
+	pods []corev1.Pod
+}
+
+// consider records the health of one workload if it belongs to a desired release; the
+// last log lines of its failing containers are read only when it is not healthy.
+func (n *nsScan) consider(ctx context.Context, meta metav1.ObjectMeta, sel *metav1.LabelSelector, health func([]corev1.Pod, Logs) WorkloadHealth) {
+	rel, ok := n.owner(meta)
+	if !ok {
+		return
+	}
+	ps := n.podsFor(sel)
+	h := health(ps, nil)
+	if h.Reason != "" {
+		h = health(ps, n.logsFor(ctx, ps))
+	}
+	h.Release = rel
+	n.health[h.Kind+"/"+h.Namespace+"/"+h.Name] = h
+	n.count[rel]++
+	if h.Reason != "" {
+		n.ready[rel] = false
+	}
+}
+
+// owner is the desired release a workload belongs to, by Helm's annotations.
+func (n *nsScan) owner(m metav1.ObjectMeta) (string, bool) {
+	rel := m.Annotations[annoReleaseName]
+	_, want := n.desired[rel]
+	if !want || m.Annotations[annoReleaseNamespace] != n.ns {
+		return "", false
+	}
+	if svc, _ := n.cat.Service(rel); svc.Namespace != n.ns {
+		return "", false
+	}
+	return rel, true
+}
+
+func (n *nsScan) podsFor(sel *metav1.LabelSelector) []corev1.Pod {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil || s.Empty() {
+		return nil
+	}
+	var out []corev1.Pod
+	for _, p := range n.pods {
+		if s.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (n *nsScan) logsFor(ctx context.Context, ps []corev1.Pod) Logs {
+	logs := Logs{}
+	for _, ref := range LogTargets(ps) {
+		if n.fetched >= maxLogFetches {
+			break
+		}
+		n.fetched++
+		if line := n.c.lastLogLine(ctx, n.ns, ref); line != "" {
+			logs[ref] = line
+		}
+	}
+	return logs
 }
 
 func (c *Controller) lastLogLine(ctx context.Context, ns string, ref ContainerRef) string {

@@ -3,6 +3,8 @@ package deploy
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 // API coordinates of the OpenStackDeployment custom resource.
@@ -64,11 +66,11 @@ type ServiceSpec struct {
 
 // Child states.
 const (
-	StatePending    = "pending"    // not acted on yet
-	StateWaiting    = "waiting"    // dependencies not ready
-	StateInstalling = "installing" // Helm action done, workloads not ready yet
-	StateReady      = "ready"
-	StateFailed     = "failed"
+	StatePending    = api.ReleasePending    // not acted on yet
+	StateWaiting    = api.ReleaseWaiting    // dependencies not ready
+	StateInstalling = api.ReleaseInstalling // Helm action done, workloads not ready yet
+	StateReady      = api.ReleaseReady
+	StateFailed     = api.ReleaseFailed
 )
 
 // DeploymentStatus is written by the controller only.
@@ -79,27 +81,11 @@ type DeploymentStatus struct {
 	Conditions         []metav1.Condition        `json:"conditions,omitempty"`
 }
 
-// ChildStatus is one Helm release.
-type ChildStatus struct {
-	Chart      string `json:"chart,omitempty"`
-	Version    string `json:"version,omitempty"`
-	Revision   int    `json:"revision,omitempty"`
-	ValuesHash string `json:"valuesHash,omitempty"`
-	State      string `json:"state,omitempty"`
-	Message    string `json:"message,omitempty"`
-}
+// ChildStatus is one Helm release (the API shows it as it is).
+type ChildStatus = api.ChildStatus
 
-// WorkloadHealth is one Deployment, StatefulSet, DaemonSet or Job.
-type WorkloadHealth struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	Release   string `json:"release,omitempty"`
-	Ready     int32  `json:"ready"`
-	Desired   int32  `json:"desired"`
-	Reason    string `json:"reason,omitempty"` // empty when ready
-	Failed    bool   `json:"failed,omitempty"` // gave up (a Job past its backoff limit)
-}
+// WorkloadHealth is one Deployment, StatefulSet, DaemonSet or Job (the API shows it as it is).
+type WorkloadHealth = api.WorkloadHealth
 
 // Condition types.
 const (

@@ -15,9 +15,14 @@ import (
 
 func newClusterCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Grow the cloud to more hosts: join tokens and members"}
+	cmd.AddCommand(newClusterAddCmd(g), newClusterTokensCmd(g), newClusterRevokeCmd(g), newClusterListCmd(g), newClusterRemoveCmd(g))
+	return cmd
+}
+
+func newClusterAddCmd(g *globals) *cobra.Command {
 	var ttl string
 	var roles []string
-	add := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Issue a single-use join token for the host NAME (osd join TOKEN on that host)",
 		Long: "Issue a single-use join token for the host NAME, with the roles that host will have: the\n" +
@@ -36,10 +41,14 @@ func newClusterCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	add.Flags().StringVar(&ttl, "ttl", "1h", "how long the token is valid (e.g. 30m, 2h)")
-	add.Flags().StringSliceVar(&roles, "role", api.DefaultJoinRoles, "roles of the joining host: compute, control, network, storage (repeat or comma-separate)")
+	cmd.Flags().StringVar(&ttl, "ttl", "1h", "how long the token is valid (e.g. 30m, 2h)")
+	cmd.Flags().StringSliceVar(&roles, "role", api.DefaultJoinRoles, "roles of the joining host: compute, control, network, storage (repeat or comma-separate)")
+	return cmd
+}
+
+func newClusterTokensCmd(g *globals) *cobra.Command {
 	var format string
-	tokens := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "tokens",
 		Short: "List the join tokens not used yet",
 		Args:  cobra.NoArgs,
@@ -59,8 +68,12 @@ func newClusterCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	tokens.Flags().StringVar(&format, "format", "table", "output format: table, json or yaml")
-	revoke := &cobra.Command{
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+func newClusterRevokeCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Revoke the join token issued for NAME",
 		Args:  cobra.ExactArgs(1),
@@ -72,8 +85,12 @@ func newClusterCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	return cmd
+}
+
+func newClusterListCmd(g *globals) *cobra.Command {
 	var listFormat string
-	list := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the cluster's members",
 		Args:  cobra.NoArgs,
@@ -93,9 +110,13 @@ func newClusterCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	list.Flags().StringVar(&listFormat, "format", "table", "output format: table, json or yaml")
+	cmd.Flags().StringVar(&listFormat, "format", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+func newClusterRemoveCmd(g *globals) *cobra.Command {
 	var force bool
-	remove := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Remove a member: drain and delete its Kubernetes node, revoke its certificate, forget it",
 		Long: "Remove a member: refused while VMs run on it unless --force. The node is cordoned and drained,\n" +
@@ -114,8 +135,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	remove.Flags().BoolVar(&force, "force", false, "remove even while VMs run on it (they are lost)")
-	cmd.AddCommand(add, tokens, revoke, list, remove)
+	cmd.Flags().BoolVar(&force, "force", false, "remove even while VMs run on it (they are lost)")
 	return cmd
 }
 

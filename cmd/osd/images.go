@@ -19,40 +19,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 		Use:   "images",
 		Short: "Build, list and move the container images osd runs (built from Debian packages, no registry)",
 	}
-	var format string
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the image catalog: reference, digest, size, and whether the stored image is current",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			var st []api.ImageStatus
-			if err := g.client().Query(cmd.Context(), "GET", "images", nil, &st); err != nil {
-				return err
-			}
-			return render(os.Stdout, format, st, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "NAME\tREFERENCE\tDIGEST\tSIZE\tSTATE")
-				for _, s := range st {
-					state := "not built"
-					switch {
-					case s.Cached:
-						state = "cached"
-					case s.Stored:
-						state = "stale (recipe changed)"
-					}
-					digest, size := "-", "-"
-					if s.Stored {
-						digest, size = shortDigest(s.Digest), fmt.Sprintf("%d MiB", s.Size>>20)
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Ref, digest, size, state)
-				}
-			})
-		},
-	}
-	list.Flags().StringVar(&format, "format", "table", "output format: table, json or yaml")
-
+	list := newImagesListCmd(g)
 	build := &cobra.Command{
 		Use:   "build [NAME...]",
 		Short: "Build images from Debian packages (all when no name is given); unchanged recipes are not rebuilt",
@@ -125,11 +92,11 @@ func followOperation(ctx context.Context, c *client.Client, id string) error {
 			fmt.Println(op.Events[shown])
 		}
 		switch op.State {
-		case "succeeded":
+		case api.OperationSucceeded:
 			fmt.Printf("done in %s\n", op.Finished.Sub(op.Started).Round(100*time.Millisecond))
 			return nil
-		case "failed":
-			return fmt.Errorf("%s failed: %s", op.Kind, op.Error)
+		case api.OperationFailed, api.OperationCancelled:
+			return fmt.Errorf("%s %s: %s", op.Kind, op.State, op.Error)
 		}
 		select {
 		case <-ctx.Done():
@@ -144,4 +111,41 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+func newImagesListCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the image catalog: reference, digest, size, and whether the stored image is current",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var st []api.ImageStatus
+			if err := g.client().Query(cmd.Context(), "GET", "images", nil, &st); err != nil {
+				return err
+			}
+			return render(os.Stdout, format, st, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "NAME\tREFERENCE\tDIGEST\tSIZE\tSTATE")
+				for _, s := range st {
+					state := "not built"
+					switch {
+					case s.Cached:
+						state = "cached"
+					case s.Stored:
+						state = "stale (recipe changed)"
+					}
+					digest, size := "-", "-"
+					if s.Stored {
+						digest, size = shortDigest(s.Digest), fmt.Sprintf("%d MiB", s.Size>>20)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Ref, digest, size, state)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table, json or yaml")
+	return cmd
 }

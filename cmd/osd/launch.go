@@ -56,8 +56,8 @@ lease in the console log, router gateway, host route). NAME defaults to osd-test
 			} else if res.ID != "" {
 				printLaunch(res)
 			}
-			if final.State == "failed" {
-				return fmt.Errorf("launch failed: %s", final.Error)
+			if final.State != api.OperationSucceeded {
+				return fmt.Errorf("launch %s: %s", final.State, final.Error)
 			}
 			return nil
 		},
@@ -84,7 +84,7 @@ func waitOperation(ctx context.Context, c *client.Client, id string, show bool) 
 				fmt.Println(op.Events[shown])
 			}
 		}
-		if op.State != "running" {
+		if op.Done() {
 			return op, nil
 		}
 		select {

@@ -7,7 +7,6 @@ const (
 	StepStarted  = "started"
 	StepFinished = "finished"
 	StepFailed   = "failed"
-	StepReverted = "reverted"
 )
 
 // JournalEntry is one recorded execution of a host-preparation or deployment step.

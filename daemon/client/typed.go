@@ -26,26 +26,22 @@ func (c *Client) Init(ctx context.Context, req api.InitRequest) (string, api.Ini
 
 // InitState is the current or last converge run (GET /1.0/init).
 func (c *Client) InitState(ctx context.Context) (api.InitState, error) {
-	var st api.InitState
-	return st, c.Query(ctx, "GET", "init", nil, &st)
+	return query[api.InitState](ctx, c, "GET", "init", nil)
 }
 
 // Deployment is the OpenStack deployment's status (GET /1.0/deployment).
 func (c *Client) Deployment(ctx context.Context) (api.DeploymentStatus, error) {
-	var st api.DeploymentStatus
-	return st, c.Query(ctx, "GET", "deployment", nil, &st)
+	return query[api.DeploymentStatus](ctx, c, "GET", "deployment", nil)
 }
 
 // Operation is one operation with its events (GET /1.0/operations/{id}).
 func (c *Client) Operation(ctx context.Context, id string) (api.Operation, error) {
-	var op api.Operation
-	return op, c.Query(ctx, "GET", "operations/"+url.PathEscape(id), nil, &op)
+	return query[api.Operation](ctx, c, "GET", "operations/"+url.PathEscape(id), nil)
 }
 
 // Operations lists the operations kept (GET /1.0/operations).
 func (c *Client) Operations(ctx context.Context) ([]api.Operation, error) {
-	var ops []api.Operation
-	return ops, c.Query(ctx, "GET", "operations", nil, &ops)
+	return query[[]api.Operation](ctx, c, "GET", "operations", nil)
 }
 
 // CancelOperation cancels a running operation (DELETE /1.0/operations/{id}).
@@ -68,54 +64,52 @@ func (c *Client) Join(ctx context.Context, req api.JoinRemoteRequest) (op string
 
 // JoinStatus is how far this host's join is (GET /1.0/cluster/join-remote).
 func (c *Client) JoinStatus(ctx context.Context) (api.JoinStatus, error) {
-	var st api.JoinStatus
-	return st, c.Query(ctx, "GET", "cluster/join-remote", nil, &st)
+	return query[api.JoinStatus](ctx, c, "GET", "cluster/join-remote", nil)
 }
 
 // Images is the image catalog and store (GET /1.0/images).
 func (c *Client) Images(ctx context.Context) ([]api.ImageStatus, error) {
-	var out []api.ImageStatus
-	return out, c.Query(ctx, "GET", "images", nil, &out)
+	return query[[]api.ImageStatus](ctx, c, "GET", "images", nil)
 }
 
 // BuildImages builds images as an operation (POST /1.0/images/build).
 func (c *Client) BuildImages(ctx context.Context, names []string) (api.Operation, error) {
-	var op api.Operation
-	return op, c.Query(ctx, "POST", "images/build", api.ImagesRequest{Names: names}, &op)
+	return query[api.Operation](ctx, c, "POST", "images/build", api.ImagesRequest{Names: names})
 }
 
 // ExportImages writes an airgap bundle on the daemon's host (POST /1.0/images/export).
 func (c *Client) ExportImages(ctx context.Context, req api.ImagesRequest) ([]api.StoredImage, error) {
-	var out []api.StoredImage
-	return out, c.Query(ctx, "POST", "images/export", req, &out)
+	return query[[]api.StoredImage](ctx, c, "POST", "images/export", req)
 }
 
 // ImportImages verifies and imports an airgap bundle (POST /1.0/images/import).
 func (c *Client) ImportImages(ctx context.Context, req api.ImagesRequest) ([]api.StoredImage, error) {
-	var out []api.StoredImage
-	return out, c.Query(ctx, "POST", "images/import", req, &out)
+	return query[[]api.StoredImage](ctx, c, "POST", "images/import", req)
 }
 
 // Launch boots a test server as an operation (POST /1.0/instances).
 func (c *Client) Launch(ctx context.Context, req api.LaunchRequest) (api.Operation, error) {
-	var op api.Operation
-	return op, c.Query(ctx, "POST", "instances", req, &op)
+	return query[api.Operation](ctx, c, "POST", "instances", req)
 }
 
 // Members lists the cluster's members (GET /1.0/cluster/members).
 func (c *Client) Members(ctx context.Context) ([]api.Member, error) {
-	var out []api.Member
-	return out, c.Query(ctx, "GET", "cluster/members", nil, &out)
+	return query[[]api.Member](ctx, c, "GET", "cluster/members", nil)
 }
 
 // IssueToken issues a join token (POST /1.0/cluster/tokens).
 func (c *Client) IssueToken(ctx context.Context, req api.TokenRequest) (api.IssuedToken, error) {
-	var tok api.IssuedToken
-	return tok, c.Query(ctx, "POST", "cluster/tokens", req, &tok)
+	return query[api.IssuedToken](ctx, c, "POST", "cluster/tokens", req)
 }
 
 // Tokens lists the join tokens (GET /1.0/cluster/tokens).
 func (c *Client) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
-	var out []api.TokenInfo
-	return out, c.Query(ctx, "GET", "cluster/tokens", nil, &out)
+	return query[[]api.TokenInfo](ctx, c, "GET", "cluster/tokens", nil)
+}
+
+// query is Query into a fresh value of T.
+func query[T any](ctx context.Context, c *Client, method, path string, body any) (T, error) {
+	var out T
+	err := c.Query(ctx, method, path, body, &out)
+	return out, err
 }

@@ -15,32 +15,20 @@ import (
 // maxJoinBody bounds join request bodies (they reach the server unauthenticated).
 const maxJoinBody = 16 << 10
 
-// TokenRequest is the wire type (daemon/api).
-type TokenRequest = api.TokenRequest
-
-// IssuedToken is the wire type (daemon/api).
-type IssuedToken = api.IssuedToken
-
-// TrustRequest is the wire type (daemon/api).
-type TrustRequest = api.TrustRequest
-
-// TrustEntry is the wire type (daemon/api).
-type TrustEntry = api.TrustEntry
-
 // Endpoints returns the cluster's API endpoints (who may call each over HTTPS: Access).
 //
-//	POST   /1.0/cluster/join                 JoinRequest -> JoinResponse
-//	POST   /1.0/cluster/join/complete        JoinRequest (+ member client cert) -> Member
-//	GET    /1.0/cluster/members              -> []Member
-//	GET    /1.0/cluster/members/{name}       -> Member
+//	POST   /1.0/cluster/join                 api.JoinRequest -> api.JoinResponse
+//	POST   /1.0/cluster/join/complete        api.JoinRequest (+ member client cert) -> api.Member
+//	GET    /1.0/cluster/members              -> []api.Member
+//	GET    /1.0/cluster/members/{name}       -> api.Member
 //	DELETE /1.0/cluster/members/{name}[?force=true]  drain, delete the node, revoke, forget
-//	POST   /1.0/cluster/members/{name}/heartbeat    HeartbeatRequest (that member only)
-//	POST   /1.0/cluster/members/{name}/certificate  RenewRequest -> RenewResponse (that member only)
-//	GET    /1.0/cluster/tokens               -> []TokenInfo
-//	POST   /1.0/cluster/tokens               TokenRequest -> IssuedToken (201)
+//	POST   /1.0/cluster/members/{name}/heartbeat    api.HeartbeatRequest (that member only)
+//	POST   /1.0/cluster/members/{name}/certificate  api.RenewRequest -> api.RenewResponse (that member only)
+//	GET    /1.0/cluster/tokens               -> []api.TokenInfo
+//	POST   /1.0/cluster/tokens               api.TokenRequest -> api.IssuedToken (201)
 //	DELETE /1.0/cluster/tokens/{name}        revoke
-//	GET    /1.0/trust                        -> []TrustEntry
-//	POST   /1.0/trust                        TrustRequest -> TrustEntry (201)
+//	GET    /1.0/trust                        -> []api.TrustEntry
+//	POST   /1.0/trust                        api.TrustRequest -> api.TrustEntry (201)
 //	DELETE /1.0/trust/{fingerprint}          stop trusting
 func (s *Service) Endpoints() []rest.Endpoint {
 	return []rest.Endpoint{
@@ -78,7 +66,7 @@ var Access = AccessTable{
 }
 
 func (s *Service) postJoin(r *http.Request) rest.Response {
-	var req JoinRequest
+	var req api.JoinRequest
 	if err := rest.DecodeJSON(r, &req, maxJoinBody); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -90,7 +78,7 @@ func (s *Service) postJoin(r *http.Request) rest.Response {
 }
 
 func (s *Service) postJoinComplete(r *http.Request) rest.Response {
-	var req JoinRequest
+	var req api.JoinRequest
 	if err := rest.DecodeJSON(r, &req, maxJoinBody); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -114,7 +102,7 @@ func (s *Service) getMembers(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	if out == nil {
-		out = []Member{}
+		out = []api.Member{}
 	}
 	return rest.SyncResponse(out)
 }
@@ -164,7 +152,7 @@ func (s *Service) postHeartbeat(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	var hb HeartbeatRequest
+	var hb api.HeartbeatRequest
 	if r.ContentLength != 0 {
 		if err := rest.DecodeJSON(r, &hb, 4096); err != nil {
 			return rest.ErrorResponse(err)
@@ -195,7 +183,7 @@ func (s *Service) postCertificate(r *http.Request) rest.Response {
 	if _, err := s.itself(r, name); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	var req RenewRequest
+	var req api.RenewRequest
 	if err := rest.DecodeJSON(r, &req, maxCSR+1024); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -218,7 +206,7 @@ func (s *Service) postCertificate(r *http.Request) rest.Response {
 	if err := s.reloadTrust(r.Context()); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	return rest.SyncResponse(RenewResponse{CertificatePEM: string(certPEM), Expires: cert.NotAfter})
+	return rest.SyncResponse(api.RenewResponse{CertificatePEM: string(certPEM), Expires: cert.NotAfter})
 }
 
 func (s *Service) getTokens(r *http.Request) rest.Response {
@@ -230,7 +218,7 @@ func (s *Service) getTokens(r *http.Request) rest.Response {
 }
 
 func (s *Service) postToken(r *http.Request) rest.Response {
-	var req TokenRequest
+	var req api.TokenRequest
 	if err := rest.DecodeJSON(r, &req, 0); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -251,7 +239,7 @@ func (s *Service) postToken(r *http.Request) rest.Response {
 	}
 	roles := req.Roles
 	if len(roles) == 0 {
-		roles = DefaultJoinRoles
+		roles = api.DefaultJoinRoles
 	}
 	roles, err := NormalizeRoles(roles)
 	if err != nil {
@@ -268,7 +256,7 @@ func (s *Service) postToken(r *http.Request) rest.Response {
 		}
 	}
 	return rest.SyncResponseLocation(rest.APIPrefix+"/cluster/tokens/"+tok.Name,
-		IssuedToken{Name: tok.Name, Roles: roles, Token: tok.Encode(), Expires: tok.Expires})
+		api.IssuedToken{Name: tok.Name, Roles: roles, Token: tok.Encode(), Expires: tok.Expires})
 }
 
 func (s *Service) deleteToken(r *http.Request) rest.Response {
@@ -294,15 +282,15 @@ func (s *Service) getTrust(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	out := make([]TrustEntry, 0, len(recs))
+	out := make([]api.TrustEntry, 0, len(recs))
 	for _, t := range recs {
-		out = append(out, TrustEntry{Fingerprint: t.Fingerprint, Name: t.Name, Kind: t.Kind, AddedAt: t.AddedAt})
+		out = append(out, api.TrustEntry{Fingerprint: t.Fingerprint, Name: t.Name, Kind: t.Kind, AddedAt: t.AddedAt})
 	}
 	return rest.SyncResponse(out)
 }
 
 func (s *Service) postTrust(r *http.Request) rest.Response {
-	var req TrustRequest
+	var req api.TrustRequest
 	if err := rest.DecodeJSON(r, &req, 0); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -315,7 +303,7 @@ func (s *Service) postTrust(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	return rest.SyncResponseLocation(rest.APIPrefix+"/trust/"+fp,
-		TrustEntry{Fingerprint: fp, Name: req.Name, Kind: TrustKindClient, AddedAt: now})
+		api.TrustEntry{Fingerprint: fp, Name: req.Name, Kind: TrustKindClient, AddedAt: now})
 }
 
 func (s *Service) deleteTrust(r *http.Request) rest.Response {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -24,7 +25,7 @@ func FuzzJoinRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/1.0/cluster/join", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
-		var req JoinRequest
+		var req api.JoinRequest
 		if err := rest.DecodeJSON(r, &req, maxJoinBody); err != nil {
 			if code := rest.StatusFor(err); code < 400 || code >= 500 {
 				t.Fatalf("DecodeJSON(%q) status %d (%v), want 4xx", body, code, err)

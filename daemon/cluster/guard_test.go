@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 // dialFrom opens a TCP connection to addr from the loopback address src.
@@ -101,7 +103,7 @@ func TestAnonymousRateLimit(t *testing.T) {
 	tc := startClusterWith(t, limits)
 	ctx := context.Background()
 	c := tc.client(t, nil)
-	req := JoinRequest{Name: "node2", Secret: "x", Address: "127.0.0.1:1", CSR: mustCSR(t, "node2")}
+	req := api.JoinRequest{Name: "node2", Secret: "x", Address: "127.0.0.1:1", CSR: mustCSR(t, "node2")}
 	codes := map[int]int{}
 	for range 8 {
 		codes[statusOf(c.Query(ctx, http.MethodPost, "cluster/join", req, nil))]++

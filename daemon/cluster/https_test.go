@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/store"
@@ -133,8 +134,8 @@ func (tc *testCluster) trustedClient(t testing.TB, name string) *tls.Certificate
 func (tc *testCluster) join(t testing.TB, name, dir string, roles ...string) *MemberIdentity {
 	t.Helper()
 	ctx := context.Background()
-	var issued IssuedToken
-	if err := tc.client(t, tc.trustedClient(t, "admin-"+name)).Query(ctx, http.MethodPost, "cluster/tokens", TokenRequest{Name: name, Roles: roles}, &issued); err != nil {
+	var issued api.IssuedToken
+	if err := tc.client(t, tc.trustedClient(t, "admin-"+name)).Query(ctx, http.MethodPost, "cluster/tokens", api.TokenRequest{Name: name, Roles: roles}, &issued); err != nil {
 		t.Fatalf("POST cluster/tokens = %v", err)
 	}
 	tok, err := DecodeToken(issued.Token)
@@ -145,7 +146,7 @@ func (tc *testCluster) join(t testing.TB, name, dir string, roles ...string) *Me
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := JoinRequest{Name: name, Secret: tok.Secret, Address: "127.0.0.9:8443", CSR: key.CSRPEM}
+	req := api.JoinRequest{Name: name, Secret: tok.Secret, Address: "127.0.0.9:8443", CSR: key.CSRPEM}
 	creds, addr, err := RequestJoin(ctx, tok, req)
 	if err != nil {
 		t.Fatalf("RequestJoin(%s) = %v", name, err)
@@ -354,7 +355,7 @@ func TestHTTPSAuthorization(t *testing.T) {
 		{"trusted client", trusted, http.MethodGet, "protected", nil, http.StatusOK, ""},
 		// Unknown name and wrong secret answer alike: names cannot be probed.
 		{"join with an unknown name", nil, http.MethodPost, "cluster/join",
-			JoinRequest{Name: "node2", Secret: "x", Address: "127.0.0.1:1", CSR: mustCSR(t, "node2")}, http.StatusUnauthorized, "the join token for node2 is not valid"},
+			api.JoinRequest{Name: "node2", Secret: "x", Address: "127.0.0.1:1", CSR: mustCSR(t, "node2")}, http.StatusUnauthorized, "the join token for node2 is not valid"},
 		{"join with a malformed body", nil, http.MethodPost, "cluster/join", map[string]any{"name": "node2", "admin": true},
 			http.StatusBadRequest, "unknown field"},
 	}
@@ -379,8 +380,8 @@ func TestJoinOverHTTPS(t *testing.T) {
 	ctx := context.Background()
 	admin := tc.client(t, tc.trustedClient(t, "admin"))
 
-	var issued IssuedToken
-	if err := admin.Query(ctx, http.MethodPost, "cluster/tokens", TokenRequest{Name: "node2", Roles: []string{"network", "compute"}, TTL: "10m"}, &issued); err != nil {
+	var issued api.IssuedToken
+	if err := admin.Query(ctx, http.MethodPost, "cluster/tokens", api.TokenRequest{Name: "node2", Roles: []string{"network", "compute"}, TTL: "10m"}, &issued); err != nil {
 		t.Fatalf("POST cluster/tokens = %v, want nil", err)
 	}
 	if strings.Join(issued.Roles, ",") != "compute,network" {
@@ -393,14 +394,14 @@ func TestJoinOverHTTPS(t *testing.T) {
 	if tok.Fingerprint != tc.ca.Fingerprint() || len(tok.Addresses) != 1 || tok.Addresses[0] != tc.addr {
 		t.Fatalf("token = %+v, want the CA fingerprint and %s", tok, tc.addr)
 	}
-	if err := admin.Query(ctx, http.MethodPost, "cluster/tokens", TokenRequest{Name: "node2"}, nil); statusOf(err) != http.StatusConflict {
+	if err := admin.Query(ctx, http.MethodPost, "cluster/tokens", api.TokenRequest{Name: "node2"}, nil); statusOf(err) != http.StatusConflict {
 		t.Errorf("POST cluster/tokens for node2 again = %v, want 409", err)
 	}
 	key, err := NewMemberKey("node2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.2:7443", CSR: key.CSRPEM}
+	req := api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.2:7443", CSR: key.CSRPEM}
 
 	// Refused joins store nothing and leave the token usable; a forged secret is told
 	// exactly what an unknown name is.
@@ -410,7 +411,7 @@ func TestJoinOverHTTPS(t *testing.T) {
 		t.Errorf("RequestJoin(forged secret) = %v, want 401 not valid", err)
 	}
 	// A joiner killed after receiving its credentials retries with the same token.
-	var creds JoinResponse
+	var creds api.JoinResponse
 	for attempt := range 2 {
 		var addr string
 		creds, addr, err = RequestJoin(ctx, tok, req)
@@ -466,7 +467,7 @@ func TestJoinOverHTTPS(t *testing.T) {
 	}
 	<-tc.admitted
 	// The token is spent now: the same token twice, against the server, is refused.
-	if _, _, err := RequestJoin(ctx, tok, JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.2:7443", CSR: mustCSR(t, "node2")}); statusOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "already used") {
+	if _, _, err := RequestJoin(ctx, tok, api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.2:7443", CSR: mustCSR(t, "node2")}); statusOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "already used") {
 		t.Errorf("RequestJoin() after completion = %v, want 403 already used", err)
 	}
 
@@ -475,7 +476,7 @@ func TestJoinOverHTTPS(t *testing.T) {
 		t.Fatalf("LoadMemberIdentity() = %v, want the CA and node2's certificate", err)
 	}
 	memberClient := tc.client(t, &loaded.Cert)
-	var members []Member
+	var members []api.Member
 	if err := memberClient.Query(ctx, http.MethodGet, "cluster/members", nil, &members); err != nil || len(members) != 1 {
 		t.Fatalf("GET cluster/members as the member = %+v, %v, want node2", members, err)
 	}
@@ -488,11 +489,11 @@ func TestJoinOverHTTPS(t *testing.T) {
 	if err := admin.Query(ctx, http.MethodPost, "cluster/members/node2/heartbeat", nil, nil); statusOf(err) != http.StatusForbidden {
 		t.Errorf("POST heartbeat for node2 as admin = %v, want 403", err)
 	}
-	var got Member
+	var got api.Member
 	if err := admin.Query(ctx, http.MethodGet, "cluster/members/node2", nil, &got); err != nil || got.LastHeartbeat == nil || got.Version != "v1" {
 		t.Errorf("GET cluster/members/node2 = %+v, %v, want a heartbeat time and version v1", got, err)
 	}
-	var trust []TrustEntry
+	var trust []api.TrustEntry
 	if err := admin.Query(ctx, http.MethodGet, "trust", nil, &trust); err != nil || len(trust) != 2 {
 		t.Errorf("GET trust = %+v, %v, want admin and node2", trust, err)
 	}
@@ -570,7 +571,7 @@ func TestMemberCertRenewal(t *testing.T) {
 	if _, err := RenewMemberCert(ctx, t.TempDir(), other, tc.addr, "node2"); statusOf(errors.Unwrap(err)) != http.StatusForbidden {
 		t.Errorf("node4 renewing node2's certificate = %v, want 403", err)
 	}
-	var m Member
+	var m api.Member
 	if err := tc.client(t, tc.trustedClient(t, "admin")).Query(ctx, http.MethodGet, "cluster/members/node2", nil, &m); err != nil || m.Fingerprint != Fingerprint(renewed.Cert.Leaf) {
 		t.Errorf("GET cluster/members/node2 = %+v, %v, want the renewed fingerprint", m, err)
 	}
@@ -615,15 +616,15 @@ func TestClientPinning(t *testing.T) {
 	}
 	misnamed, seenMisnamed := serve(elsewhere)
 
-	var admin IssuedToken
-	if err := tc.client(t, tc.trustedClient(t, "admin")).Query(ctx, http.MethodPost, "cluster/tokens", TokenRequest{Name: "node2"}, &admin); err != nil {
+	var admin api.IssuedToken
+	if err := tc.client(t, tc.trustedClient(t, "admin")).Query(ctx, http.MethodPost, "cluster/tokens", api.TokenRequest{Name: "node2"}, &admin); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := DecodeToken(admin.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.3:7443", CSR: mustCSR(t, "node2")}
+	req := api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: "127.0.0.3:7443", CSR: mustCSR(t, "node2")}
 
 	for _, bad := range []string{mitm, misnamed} {
 		one := tok

@@ -19,17 +19,8 @@ import (
 // maxCSR bounds the PEM certificate request a joining or renewing member sends.
 const maxCSR = 8 << 10
 
-// JoinRequest is the wire type (daemon/api).
-type JoinRequest = api.JoinRequest
-
-// JoinResponse is the wire type (daemon/api).
-type JoinResponse = api.JoinResponse
-
-// Member is the wire type (daemon/api).
-type Member = api.Member
-
-func memberFromRecord(r store.MemberRecord) Member {
-	m := Member{Name: r.Name, Address: r.Address, Fingerprint: r.Fingerprint, Roles: r.Roles, JoinedAt: r.JoinedAt}
+func memberFromRecord(r store.MemberRecord) api.Member {
+	m := api.Member{Name: r.Name, Address: r.Address, Fingerprint: r.Fingerprint, Roles: r.Roles, JoinedAt: r.JoinedAt}
 	if m.Roles == nil {
 		m.Roles = []string{}
 	}
@@ -65,7 +56,7 @@ type JoinDeps interface {
 
 // ValidateJoinRequest checks the shape of req (pure); errors wrap ErrInvalid (400).
 // withCSR says whether a certificate request must come with it (the first step).
-func ValidateJoinRequest(req JoinRequest, withCSR bool) error {
+func ValidateJoinRequest(req api.JoinRequest, withCSR bool) error {
 	if err := ValidateName(req.Name); err != nil {
 		return errorf(ErrInvalid, "%w", err)
 	}
@@ -108,34 +99,34 @@ func ParseCSR(csrPEM string) (crypto.PublicKey, error) {
 // credential); registration happens in HandleJoinComplete. Errors wrap rest sentinels:
 // 400 malformed, 401 a token the caller cannot prove, 403 expired, revoked, used or
 // another name's, 409 already a member, 503 Kubernetes not ready.
-func HandleJoin(ctx context.Context, deps JoinDeps, req JoinRequest) (JoinResponse, error) {
+func HandleJoin(ctx context.Context, deps JoinDeps, req api.JoinRequest) (api.JoinResponse, error) {
 	if err := ValidateJoinRequest(req, true); err != nil {
-		return JoinResponse{}, err
+		return api.JoinResponse{}, err
 	}
 	pub, err := ParseCSR(req.CSR)
 	if err != nil {
-		return JoinResponse{}, err
+		return api.JoinResponse{}, err
 	}
 	roles, err := deps.VerifyToken(ctx, req.Name, req.Secret)
 	if err != nil {
-		return JoinResponse{}, err
+		return api.JoinResponse{}, err
 	}
 	member, err := deps.IsMember(ctx, req.Name)
 	if err != nil {
-		return JoinResponse{}, err
+		return api.JoinResponse{}, err
 	}
 	if member {
-		return JoinResponse{}, alreadyMember(req.Name)
+		return api.JoinResponse{}, alreadyMember(req.Name)
 	}
 	agent, err := deps.AgentCredential(ctx, req.Name)
 	if err != nil {
-		return JoinResponse{}, rest.Errorf(rest.ErrNotReady, "kubernetes cannot take a new node yet: %w", err)
+		return api.JoinResponse{}, rest.Errorf(rest.ErrNotReady, "kubernetes cannot take a new node yet: %w", err)
 	}
 	certPEM, err := deps.IssueMemberCert(req.Name, pub)
 	if err != nil {
-		return JoinResponse{}, err
+		return api.JoinResponse{}, err
 	}
-	return JoinResponse{
+	return api.JoinResponse{
 		MemberCertPEM:   string(certPEM),
 		CACertPEM:       string(deps.CACertPEM()),
 		Roles:           roles,
@@ -164,7 +155,7 @@ type Service struct {
 	// NodeStates, when set, gives listings each member's Kubernetes node state.
 	NodeStates NodeStatesFunc
 	// Local, when set, describes this daemon as the first entry of listings (nil: none).
-	Local func() *Member
+	Local func() *api.Member
 	// RemoveNode, when set, takes a member's node out of Kubernetes before removal and
 	// makes sure a node of that name cannot register again with what it kept.
 	RemoveNode RemoveNodeFunc
@@ -233,25 +224,25 @@ func (s *Service) AgentCredential(ctx context.Context, name string) (AgentCreden
 // certificate trusted; then Admit labels its node. Repeating a completion that already
 // succeeded with the same certificate admits and returns the member again, so a joiner
 // that lost the answer (or whose admission failed) can retry.
-func (s *Service) HandleJoinComplete(ctx context.Context, req JoinRequest, peer *x509.Certificate) (Member, error) {
+func (s *Service) HandleJoinComplete(ctx context.Context, req api.JoinRequest, peer *x509.Certificate) (api.Member, error) {
 	if err := ValidateJoinRequest(req, false); err != nil {
-		return Member{}, err
+		return api.Member{}, err
 	}
 	if peer == nil {
-		return Member{}, rest.Errorf(rest.ErrUnauthorized, "completing a join needs the member certificate the join returned, presented as the TLS client certificate")
+		return api.Member{}, rest.Errorf(rest.ErrUnauthorized, "completing a join needs the member certificate the join returned, presented as the TLS client certificate")
 	}
 	if err := s.checkMemberCert(peer, req.Name); err != nil {
-		return Member{}, err
+		return api.Member{}, err
 	}
 	fp := Fingerprint(peer)
 	roles, err := s.VerifyToken(ctx, req.Name, req.Secret)
 	if err != nil {
 		if !errors.Is(err, ErrTokenConsumed) {
-			return Member{}, err
+			return api.Member{}, err
 		}
 		m, merr := s.DB.GetMember(ctx, req.Name)
 		if merr != nil || m.Fingerprint != fp {
-			return Member{}, err
+			return api.Member{}, err
 		}
 		return s.admit(ctx, m)
 	}
@@ -261,23 +252,23 @@ func (s *Service) HandleJoinComplete(ctx context.Context, req JoinRequest, peer 
 	if err := s.DB.CompleteJoin(ctx, rec, trust, now); err != nil {
 		switch {
 		case errors.Is(err, store.ErrExists):
-			return Member{}, errorf(ErrAlreadyMember, "%s or its certificate is already registered: remove it first (osd cluster remove %s)", req.Name, req.Name)
+			return api.Member{}, errorf(ErrAlreadyMember, "%s or its certificate is already registered: remove it first (osd cluster remove %s)", req.Name, req.Name)
 		case errors.Is(err, store.ErrNotFound):
-			return Member{}, errorf(ErrTokenConsumed, "the join token for %s was used or revoked meanwhile: issue a new one (osd cluster add %s)", req.Name, req.Name)
+			return api.Member{}, errorf(ErrTokenConsumed, "the join token for %s was used or revoked meanwhile: issue a new one (osd cluster add %s)", req.Name, req.Name)
 		}
-		return Member{}, err
+		return api.Member{}, err
 	}
 	if err := s.reloadTrust(ctx); err != nil {
-		return Member{}, err
+		return api.Member{}, err
 	}
 	return s.admit(ctx, rec)
 }
 
 // admit runs Admit for a registered member and returns it.
-func (s *Service) admit(ctx context.Context, m store.MemberRecord) (Member, error) {
+func (s *Service) admit(ctx context.Context, m store.MemberRecord) (api.Member, error) {
 	if s.Admit != nil {
 		if err := s.Admit(ctx, m.Name, m.Roles); err != nil {
-			return Member{}, rest.Errorf(rest.ErrNotReady, "%s is registered, but its node could not be admitted yet (retry): %w", m.Name, err)
+			return api.Member{}, rest.Errorf(rest.ErrNotReady, "%s is registered, but its node could not be admitted yet (retry): %w", m.Name, err)
 		}
 	}
 	return memberFromRecord(m), nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -48,8 +49,8 @@ func mustCSR(t testing.TB, name string) string {
 
 func TestHandleJoin(t *testing.T) {
 	csr := mustCSR(t, "node2")
-	ok := JoinRequest{Name: "node2", Secret: "s", Address: "10.0.0.2:7443", CSR: csr}
-	with := func(f func(r *JoinRequest)) JoinRequest {
+	ok := api.JoinRequest{Name: "node2", Secret: "s", Address: "10.0.0.2:7443", CSR: csr}
+	with := func(f func(r *api.JoinRequest)) api.JoinRequest {
 		r := ok
 		f(&r)
 		return r
@@ -57,19 +58,19 @@ func TestHandleJoin(t *testing.T) {
 	tampered := strings.Replace(csr, csr[100:110], "AAAAAAAAAA", 1)
 	cases := []struct {
 		name    string
-		req     JoinRequest
+		req     api.JoinRequest
 		deps    fakeJoinDeps
 		status  int
 		wantMsg string
 	}{
 		{name: "ok", req: ok, status: http.StatusOK},
-		{name: "bad name", req: with(func(r *JoinRequest) { r.Name = "node 2" }), status: http.StatusBadRequest, wantMsg: "member name"},
-		{name: "no secret", req: with(func(r *JoinRequest) { r.Secret = "" }), status: http.StatusBadRequest, wantMsg: "no secret"},
-		{name: "bad address", req: with(func(r *JoinRequest) { r.Address = "10.0.0.2" }), status: http.StatusBadRequest, wantMsg: "not host:port"},
-		{name: "no CSR", req: with(func(r *JoinRequest) { r.CSR = "" }), status: http.StatusBadRequest, wantMsg: "no certificate request"},
-		{name: "CSR not PEM", req: with(func(r *JoinRequest) { r.CSR = "hello" }), status: http.StatusBadRequest, wantMsg: "not a PEM CERTIFICATE REQUEST"},
-		{name: "CSR tampered", req: with(func(r *JoinRequest) { r.CSR = tampered }), status: http.StatusBadRequest, wantMsg: "certificate request"},
-		{name: "CSR too big", req: with(func(r *JoinRequest) { r.CSR = strings.Repeat("A", maxCSR+1) }), status: http.StatusBadRequest, wantMsg: "at most"},
+		{name: "bad name", req: with(func(r *api.JoinRequest) { r.Name = "node 2" }), status: http.StatusBadRequest, wantMsg: "member name"},
+		{name: "no secret", req: with(func(r *api.JoinRequest) { r.Secret = "" }), status: http.StatusBadRequest, wantMsg: "no secret"},
+		{name: "bad address", req: with(func(r *api.JoinRequest) { r.Address = "10.0.0.2" }), status: http.StatusBadRequest, wantMsg: "not host:port"},
+		{name: "no CSR", req: with(func(r *api.JoinRequest) { r.CSR = "" }), status: http.StatusBadRequest, wantMsg: "no certificate request"},
+		{name: "CSR not PEM", req: with(func(r *api.JoinRequest) { r.CSR = "hello" }), status: http.StatusBadRequest, wantMsg: "not a PEM CERTIFICATE REQUEST"},
+		{name: "CSR tampered", req: with(func(r *api.JoinRequest) { r.CSR = tampered }), status: http.StatusBadRequest, wantMsg: "certificate request"},
+		{name: "CSR too big", req: with(func(r *api.JoinRequest) { r.CSR = strings.Repeat("A", maxCSR+1) }), status: http.StatusBadRequest, wantMsg: "at most"},
 		{name: "invalid token", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenInvalid, "nope")}, status: http.StatusUnauthorized, wantMsg: "nope"},
 		{name: "expired", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenExpired, "late")}, status: http.StatusForbidden},
 		{name: "revoked", req: ok, deps: fakeJoinDeps{verifyErr: errorf(ErrTokenRevoked, "gone")}, status: http.StatusForbidden},
@@ -97,7 +98,7 @@ func TestHandleJoin(t *testing.T) {
 				}
 				return
 			}
-			want := JoinResponse{MemberCertPEM: "CERT node2", CACertPEM: "CA", Roles: []string{"compute", "network"},
+			want := api.JoinResponse{MemberCertPEM: "CERT node2", CACertPEM: "CA", Roles: []string{"compute", "network"},
 				K3sServerURL: "https://10.0.0.1:6443", K3sToken: "K10abc::id1234.secret", K3sTokenExpires: t0}
 			if !slices.Equal(resp.Roles, want.Roles) || resp.MemberCertPEM != want.MemberCertPEM || resp.CACertPEM != want.CACertPEM ||
 				resp.K3sServerURL != want.K3sServerURL || resp.K3sToken != want.K3sToken || !resp.K3sTokenExpires.Equal(want.K3sTokenExpires) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 )
 
@@ -17,8 +18,8 @@ import (
 // node's new key). It moves to the next address only when one cannot be reached or fails
 // the pin; an answer from a genuine member (such as "token expired") ends the attempt. It
 // returns the answer and the address that gave it.
-func RequestJoin(ctx context.Context, tok Token, req JoinRequest) (JoinResponse, string, error) {
-	var resp JoinResponse
+func RequestJoin(ctx context.Context, tok Token, req api.JoinRequest) (api.JoinResponse, string, error) {
+	var resp api.JoinResponse
 	addr, err := eachAddress(ctx, tok.Fingerprint, tok.Addresses, nil, func(c *client.Client) error {
 		return c.Query(ctx, http.MethodPost, "cluster/join", req, &resp)
 	})
@@ -28,8 +29,8 @@ func RequestJoin(ctx context.Context, tok Token, req JoinRequest) (JoinResponse,
 // CompleteJoinWith is the joining node's last step, once its k3s agent has joined: it
 // registers with the member at addr (pinning the CA fingerprint pin), presenting its
 // member certificate. It is safe to repeat after a lost answer.
-func CompleteJoinWith(ctx context.Context, pin, addr string, cert tls.Certificate, req JoinRequest) (Member, error) {
-	var m Member
+func CompleteJoinWith(ctx context.Context, pin, addr string, cert tls.Certificate, req api.JoinRequest) (api.Member, error) {
+	var m api.Member
 	_, err := eachAddress(ctx, pin, []string{addr}, &cert, func(c *client.Client) error {
 		return c.Query(ctx, http.MethodPost, "cluster/join/complete", req, &m)
 	})

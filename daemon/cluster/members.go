@@ -15,18 +15,7 @@ import (
 	"github.com/osdcloud/osd/daemon/store"
 )
 
-// Kubernetes node states a member listing shows.
-const (
-	NodeReady    = api.NodeReady
-	NodeNotReady = api.NodeNotReady
-	NodeAbsent   = api.NodeAbsent
-	NodeUnknown  = api.NodeUnknown
-)
-
-// HeartbeatRequest is the wire type (daemon/api).
-type HeartbeatRequest = api.HeartbeatRequest
-
-// NodeStatesFunc returns the Kubernetes state (NodeReady, NodeNotReady) of every node by
+// NodeStatesFunc returns the Kubernetes state (api.NodeReady, api.NodeNotReady) of every node by
 // name, as the cluster's Kubernetes sees it.
 type NodeStatesFunc func(ctx context.Context) (map[string]string, error)
 
@@ -64,12 +53,12 @@ func (v *versions) forget(name string) {
 
 // ListMembers returns this daemon (when Local says it is a member) and every joined member,
 // each with its Kubernetes node state and osd version.
-func (s *Service) ListMembers(ctx context.Context) ([]Member, error) {
+func (s *Service) ListMembers(ctx context.Context) ([]api.Member, error) {
 	recs, err := s.DB.ListMembers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []Member
+	var out []api.Member
 	if s.Local != nil {
 		if self := s.Local(); self != nil {
 			out = append(out, *self)
@@ -95,12 +84,12 @@ func (s *Service) ListMembers(ctx context.Context) ([]Member, error) {
 // be read, absent when name has no node.
 func NodeStateOf(states map[string]string, err error, name string) string {
 	if err != nil {
-		return NodeUnknown
+		return api.NodeUnknown
 	}
 	if st, ok := states[name]; ok {
 		return st
 	}
-	return NodeAbsent
+	return api.NodeAbsent
 }
 
 func (s *Service) deleteMember(r *http.Request) rest.Response {
@@ -132,7 +121,7 @@ func (s *Service) deleteMember(r *http.Request) rest.Response {
 // certificate that expired while the node was off, is an error to report and retry.
 func SendHeartbeat(ctx context.Context, id *MemberIdentity, addr, name, version string) error {
 	err := callAddress(Fingerprint(id.CA), addr, &id.Cert, func(c *client.Client) error {
-		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/heartbeat", HeartbeatRequest{Version: version}, nil)
+		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/heartbeat", api.HeartbeatRequest{Version: version}, nil)
 	})
 	var apiErr *client.Error
 	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusGone {
@@ -152,12 +141,6 @@ func (e *removedErr) Error() string {
 }
 func (e *removedErr) Unwrap() error { return ErrRemoved }
 
-// RenewRequest is the wire type (daemon/api).
-type RenewRequest = api.RenewRequest
-
-// RenewResponse is the wire type (daemon/api).
-type RenewResponse = api.RenewResponse
-
 // RenewMemberCert asks the cluster at addr for a new certificate for member name (holding
 // id) and a key made here, and stores it under dir in place of the old one. The cluster
 // keeps trusting the old certificate until the new one is first used, so a renewal whose
@@ -167,9 +150,9 @@ func RenewMemberCert(ctx context.Context, dir string, id *MemberIdentity, addr, 
 	if err != nil {
 		return nil, err
 	}
-	var resp RenewResponse
+	var resp api.RenewResponse
 	err = callAddress(Fingerprint(id.CA), addr, &id.Cert, func(c *client.Client) error {
-		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/certificate", RenewRequest{CSR: key.CSRPEM}, &resp)
+		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/certificate", api.RenewRequest{CSR: key.CSRPEM}, &resp)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("renew the member certificate of %s: %w", name, err)

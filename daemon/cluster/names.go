@@ -8,19 +8,11 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 )
 
-// Roles a member can take.
-const (
-	RoleCompute = api.RoleCompute
-	RoleControl = api.RoleControl
-	RoleNetwork = api.RoleNetwork
-	RoleStorage = api.RoleStorage
-)
-
 // ValidRoles lists every role, in a stable order.
-var ValidRoles = []string{RoleCompute, RoleControl, RoleNetwork, RoleStorage}
+var ValidRoles = []string{api.RoleCompute, api.RoleControl, api.RoleNetwork, api.RoleStorage}
 
 // ValidateName checks that name is a DNS label (RFC 1123): 1-63 characters of lowercase
-// letters, digits and '-', not starting or ending with '-'. Member names become k3s
+// letters, digits and '-', not starting or ending with '-'. api.Member names become k3s
 // node names and certificate names, so nothing else is accepted.
 func ValidateName(name string) error {
 	if name == "" {
@@ -46,7 +38,7 @@ func ValidateName(name string) error {
 // means compute, what a joining node is usually for.
 func NormalizeRoles(roles []string) ([]string, error) {
 	if len(roles) == 0 {
-		return []string{RoleCompute}, nil
+		return []string{api.RoleCompute}, nil
 	}
 	out := make([]string, 0, len(roles))
 	for _, r := range roles {

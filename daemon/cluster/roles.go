@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 // RoleLabelPrefix is where role labels live: a kubelet may not set labels under
@@ -17,10 +19,10 @@ const RoleLabelPrefix = "node-restriction.kubernetes.io/"
 // gateway chassis on openstack-gateway, nova-compute on openstack-compute-node, each
 // =enabled).
 var roleLabels = map[string][]string{
-	RoleControl: {"openstack-control-plane"},
-	RoleCompute: {"openstack-compute-node", "openvswitch"},
-	RoleNetwork: {"openvswitch", "openstack-gateway"},
-	RoleStorage: {"openstack-storage"},
+	api.RoleControl: {"openstack-control-plane"},
+	api.RoleCompute: {"openstack-compute-node", "openvswitch"},
+	api.RoleNetwork: {"openvswitch", "openstack-gateway"},
+	api.RoleStorage: {"openstack-storage"},
 }
 
 // RoleLabels is the set of node labels (name -> "enabled") for roles; unknown roles are an error.

@@ -20,26 +20,12 @@ const DefaultTokenTTL = time.Hour
 // MaxTokenTTL bounds how long a join token may live.
 const MaxTokenTTL = 30 * 24 * time.Hour
 
-// Token states reported by ListTokens.
-const (
-	TokenPending  = api.TokenPending
-	TokenExpired  = api.TokenExpired
-	TokenConsumed = api.TokenConsumed
-	TokenRevoked  = api.TokenRevoked
-)
-
-// TokenInfo is the wire type (daemon/api).
-type TokenInfo = api.TokenInfo
-
 func hashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
 }
 
-// DefaultJoinRoles are the roles of a joining node when its token names none.
-var DefaultJoinRoles = api.DefaultJoinRoles
-
-// Issue creates a join token for name, whose node will have roles (DefaultJoinRoles if
+// Issue creates a join token for name, whose node will have roles (api.DefaultJoinRoles if
 // none), valid for ttl (DefaultTokenTTL if zero), pointing at addresses (host:port of this
 // cluster's HTTPS API) and pinning the CA fingerprint. Only a hash of the secret is
 // stored, with the roles: the joining node cannot choose its own. It refuses a name that
@@ -49,7 +35,7 @@ func Issue(ctx context.Context, db *store.DB, name string, roles []string, ttl t
 		return Token{}, errorf(ErrInvalid, "%w", err)
 	}
 	if len(roles) == 0 {
-		roles = DefaultJoinRoles
+		roles = api.DefaultJoinRoles
 	}
 	roles, err := NormalizeRoles(roles)
 	if err != nil {
@@ -115,14 +101,14 @@ func tokenExists(name string) error {
 }
 
 // ListTokens returns every stored token with its state at now.
-func ListTokens(ctx context.Context, db *store.DB, now time.Time) ([]TokenInfo, error) {
+func ListTokens(ctx context.Context, db *store.DB, now time.Time) ([]api.TokenInfo, error) {
 	recs, err := db.ListTokens(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TokenInfo, 0, len(recs))
+	out := make([]api.TokenInfo, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, TokenInfo{Name: r.Name, Roles: tokenRoles(r), State: tokenState(r, now), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt})
+		out = append(out, api.TokenInfo{Name: r.Name, Roles: tokenRoles(r), State: tokenState(r, now), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt})
 	}
 	return out, nil
 }
@@ -131,7 +117,7 @@ func ListTokens(ctx context.Context, db *store.DB, now time.Time) ([]TokenInfo, 
 // recorded give the default roles).
 func tokenRoles(r store.TokenRecord) []string {
 	if len(r.Roles) == 0 {
-		return append([]string(nil), DefaultJoinRoles...)
+		return append([]string(nil), api.DefaultJoinRoles...)
 	}
 	return r.Roles
 }
@@ -140,13 +126,13 @@ func tokenRoles(r store.TokenRecord) []string {
 func tokenState(r store.TokenRecord, now time.Time) string {
 	switch {
 	case !r.RevokedAt.IsZero():
-		return TokenRevoked
+		return api.TokenRevoked
 	case !r.ConsumedAt.IsZero():
-		return TokenConsumed
+		return api.TokenConsumed
 	case !now.Before(r.ExpiresAt):
-		return TokenExpired
+		return api.TokenExpired
 	default:
-		return TokenPending
+		return api.TokenPending
 	}
 }
 
@@ -205,13 +191,13 @@ func Verify(ctx context.Context, db *store.DB, name, secret string, now time.Tim
 
 func tokenUsable(rec store.TokenRecord, now time.Time) error {
 	switch tokenState(rec, now) {
-	case TokenRevoked:
+	case api.TokenRevoked:
 		return errorf(ErrTokenRevoked, "the join token for %s was revoked at %s: issue a new one (osd cluster add %s)",
 			rec.Name, rec.RevokedAt.Format(time.RFC3339), rec.Name)
-	case TokenConsumed:
+	case api.TokenConsumed:
 		return errorf(ErrTokenConsumed, "the join token for %s was already used by a completed join at %s: tokens are single use (osd cluster add %s for a new one)",
 			rec.Name, rec.ConsumedAt.Format(time.RFC3339), rec.Name)
-	case TokenExpired:
+	case api.TokenExpired:
 		return errorf(ErrTokenExpired, "the join token for %s expired at %s: issue a new one (osd cluster add %s)",
 			rec.Name, rec.ExpiresAt.Format(time.RFC3339), rec.Name)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/store"
 )
@@ -193,7 +194,7 @@ func TestConsumeOnlyOnceAndRetryBefore(t *testing.T) {
 		t.Errorf("Revoke(consumed) = %v, want ErrTokenUnknown", err)
 	}
 	list, err := ListTokens(ctx, db, t0.Add(8*time.Minute))
-	if err != nil || len(list) != 1 || list[0].State != TokenConsumed {
+	if err != nil || len(list) != 1 || list[0].State != api.TokenConsumed {
 		t.Errorf("ListTokens() = %+v, %v, want node2 consumed", list, err)
 	}
 }
@@ -209,10 +210,10 @@ func TestTokenState(t *testing.T) {
 		now  time.Time
 		want string
 	}{
-		{"pending", base, t0, TokenPending},
-		{"expired", base, t0.Add(time.Hour), TokenExpired},
-		{"revoked wins over expired", revoked, t0.Add(2 * time.Hour), TokenRevoked},
-		{"consumed wins over expired", consumed, t0.Add(2 * time.Hour), TokenConsumed},
+		{"pending", base, t0, api.TokenPending},
+		{"expired", base, t0.Add(time.Hour), api.TokenExpired},
+		{"revoked wins over expired", revoked, t0.Add(2 * time.Hour), api.TokenRevoked},
+		{"consumed wins over expired", consumed, t0.Add(2 * time.Hour), api.TokenConsumed},
 	}
 	for _, c := range cases {
 		if got := tokenState(c.rec, c.now); got != c.want {

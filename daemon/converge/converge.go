@@ -139,10 +139,10 @@ func (s *Service) converge(ctx context.Context, run string, emit func(string)) e
 		s.update(func(c *api.InitState) {
 			c.Detail = ""
 			if !e.Done {
-				c.Steps = append(c.Steps, WireStep(e))
+				c.Steps = append(c.Steps, e)
 				return
 			}
-			c.Steps[len(c.Steps)-1] = WireStep(e)
+			c.Steps[len(c.Steps)-1] = e
 		})
 		emit(StepLine(e))
 		if e.Done {

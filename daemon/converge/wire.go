@@ -9,11 +9,6 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 )
 
-// WireStep is a step event as the API shows it (pure).
-func WireStep(e bootstrap.Event) api.Step {
-	return api.Step{Step: e.Step, Index: e.Index, Total: e.Total, Done: e.Done, Changed: e.Changed, Detail: e.Detail, Error: e.Error, Took: e.Took}
-}
-
 // WireFindings are preflight findings as the API shows them (pure).
 func WireFindings(fs []preflight.Finding) []api.Finding {
 	out := make([]api.Finding, len(fs))

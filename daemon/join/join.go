@@ -56,8 +56,8 @@ type Record struct {
 	K3sToken    string   `json:"k3s_token"`
 }
 
-func (r Record) request() cluster.JoinRequest {
-	return cluster.JoinRequest{Name: r.Name, Secret: r.Secret, Address: r.Address}
+func (r Record) request() api.JoinRequest {
+	return api.JoinRequest{Name: r.Name, Secret: r.Secret, Address: r.Address}
 }
 
 // OperationKind is the kind of join operations.
@@ -189,7 +189,7 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	jreq := cluster.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: s.ownAddress(), CSR: key.CSRPEM}
+	jreq := api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: s.ownAddress(), CSR: key.CSRPEM}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	creds, server, err := cluster.RequestJoin(rctx, tok, jreq)
@@ -321,11 +321,11 @@ func JoinSteps(roles []string) map[string]bool {
 	want := map[string]bool{}
 	for _, r := range roles {
 		switch r {
-		case cluster.RoleCompute:
+		case api.RoleCompute:
 			want["kvm-permissions"], want["openvswitch"], want["libvirt"] = true, true, true
-		case cluster.RoleNetwork:
+		case api.RoleNetwork:
 			want["openvswitch"], want["external-network"] = true, true
-		case cluster.RoleStorage:
+		case api.RoleStorage:
 			want["volume-group"] = true
 		}
 	}

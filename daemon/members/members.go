@@ -73,9 +73,9 @@ func (s *Service) nodeStates(ctx context.Context) (map[string]string, error) {
 	out := make(map[string]string, len(nodes.Items))
 	for i := range nodes.Items {
 		ready, _ := k3s.NodeReadiness(&nodes.Items[i])
-		out[nodes.Items[i].Name] = cluster.NodeNotReady
+		out[nodes.Items[i].Name] = api.NodeNotReady
 		if ready {
-			out[nodes.Items[i].Name] = cluster.NodeReady
+			out[nodes.Items[i].Name] = api.NodeReady
 		}
 	}
 	return out, nil
@@ -83,11 +83,11 @@ func (s *Service) nodeStates(ctx context.Context) (map[string]string, error) {
 
 // localMember describes this daemon in member listings: the node that ran osd init (all
 // roles), or a joined member (its roles). nil when it is neither.
-func (s *Service) localMember() *cluster.Member {
+func (s *Service) localMember() *api.Member {
 	ctx, cancel := context.WithTimeout(s.st.Ctx, 5*time.Second)
 	defer cancel()
 	now := time.Now()
-	m := &cluster.Member{Name: s.st.Cfg.NodeName, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: s.st.Started}
+	m := &api.Member{Name: s.st.Cfg.NodeName, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: s.st.Started}
 	if s.Address != nil {
 		m.Address = s.Address()
 	}

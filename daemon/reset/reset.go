@@ -15,8 +15,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/client"
+	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
@@ -52,40 +52,7 @@ func Reset(ctx context.Context, cfg state.Config, out io.Writer) error {
 	// A host prepared by osd init or by osd join (compute and network roles set up OVS,
 	// libvirt and the external network too).
 	if conf[string(state.KeyInitialized)] == "true" || conf[string(state.KeyJoin)] != "" {
-		ovs := netsetup.DefaultOVSConfig()
-		var ext netsetup.ExternalNetwork
-		json.Unmarshal([]byte(conf[string(state.KeyExternal)]), &ext)
-		errs = append(errs, cloud(ctx, ovs.Socket(), out)...)
-		if fileExists(ovs.Socket()) {
-			host := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(cfg.StateDir, "host")}
-			if err := netsetup.Teardown(ctx, host, netsetup.Spec{Datapath: ovs.Datapath, External: ext}); err != nil {
-				errs = append(errs, fmt.Errorf("external network: %w", err))
-			} else {
-				fmt.Fprintf(out, "removed external network %s\n", ext.Bridge)
-			}
-		}
-		if conf[string(state.KeyOVSOwner)] == state.OwnerOSD {
-			if err := netsetup.StopOVS(ctx, ovs); err != nil {
-				errs = append(errs, fmt.Errorf("stop Open vSwitch: %w", err))
-			} else {
-				fmt.Fprintln(out, "stopped Open vSwitch")
-			}
-		}
-		if conf[string(state.KeyLibvirtOwner)] == state.OwnerOSD {
-			for _, name := range []string{"libvirtd", "virtlogd"} {
-				if stopByPidfile("/run/" + name + ".pid") {
-					fmt.Fprintf(out, "stopped %s\n", name)
-				}
-			}
-		}
-		vg := converge.VGSpec(cfg)
-		if fileExists(vg.BackingFile) {
-			if err := hypervisor.RemoveVolumeGroup(ctx, vg); err != nil {
-				errs = append(errs, fmt.Errorf("volume group: %w", err))
-			} else {
-				fmt.Fprintf(out, "removed volume group %s\n", vg.Name)
-			}
-		}
+		errs = append(errs, host(ctx, cfg, conf, out)...)
 	}
 	// Kubernetes' leftovers, and the kernel settings as they were before osd's first run.
 	sysctls := map[string]string{}
@@ -181,6 +148,47 @@ func cloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
 			errs = append(errs, err)
 		} else {
 			fmt.Fprintf(out, "removed %s\n", novaStateDir)
+		}
+	}
+	return errs
+}
+
+// host undoes the host preparation: the cloud's leftovers, the external network, the host
+// services osd started and the volume group.
+func host(ctx context.Context, cfg state.Config, conf map[string]string, out io.Writer) []error {
+	var errs []error
+	ovs := netsetup.DefaultOVSConfig()
+	var ext netsetup.ExternalNetwork
+	json.Unmarshal([]byte(conf[string(state.KeyExternal)]), &ext)
+	errs = append(errs, cloud(ctx, ovs.Socket(), out)...)
+	if fileExists(ovs.Socket()) {
+		h := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(cfg.StateDir, "host")}
+		if err := netsetup.Teardown(ctx, h, netsetup.Spec{Datapath: ovs.Datapath, External: ext}); err != nil {
+			errs = append(errs, fmt.Errorf("external network: %w", err))
+		} else {
+			fmt.Fprintf(out, "removed external network %s\n", ext.Bridge)
+		}
+	}
+	if conf[string(state.KeyOVSOwner)] == state.OwnerOSD {
+		if err := netsetup.StopOVS(ctx, ovs); err != nil {
+			errs = append(errs, fmt.Errorf("stop Open vSwitch: %w", err))
+		} else {
+			fmt.Fprintln(out, "stopped Open vSwitch")
+		}
+	}
+	if conf[string(state.KeyLibvirtOwner)] == state.OwnerOSD {
+		for _, name := range []string{"libvirtd", "virtlogd"} {
+			if stopByPidfile("/run/" + name + ".pid") {
+				fmt.Fprintf(out, "stopped %s\n", name)
+			}
+		}
+	}
+	vg := converge.VGSpec(cfg)
+	if fileExists(vg.BackingFile) {
+		if err := hypervisor.RemoveVolumeGroup(ctx, vg); err != nil {
+			errs = append(errs, fmt.Errorf("volume group: %w", err))
+		} else {
+			fmt.Fprintf(out, "removed volume group %s\n", vg.Name)
 		}
 	}
 	return errs

@@ -35,17 +35,6 @@ func (d *DB) EndStep(ctx context.Context, id int64, stepErr error) error {
 	})
 }
 
-// CompleteStep ends journal entry id as finished and records step as done with
-// fingerprint, in one transaction, so a crash cannot leave one without the other.
-func (d *DB) CompleteStep(ctx context.Context, id int64, step, fingerprint string) error {
-	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := endStep(ctx, tx, id, nil); err != nil {
-			return err
-		}
-		return recordStepDone(ctx, tx, step, fingerprint)
-	})
-}
-
 func endStep(ctx context.Context, tx *sql.Tx, id int64, stepErr error) error {
 	state, detail := api.StepFinished, ""
 	if stepErr != nil {
@@ -64,20 +53,6 @@ func endStep(ctx context.Context, tx *sql.Tx, id int64, stepErr error) error {
 		return fmt.Errorf("end journal entry %d: %w", id, err)
 	}
 	return nil
-}
-
-// MarkReverted records that the effects of journal entry id were undone.
-func (d *DB) MarkReverted(ctx context.Context, id int64) error {
-	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := entryState(ctx, tx, id); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE journal SET state = 'reverted', finished_at = ? WHERE id = ?`, now(), id)
-		if err != nil {
-			return fmt.Errorf("mark journal entry %d reverted: %w", id, err)
-		}
-		return nil
-	})
 }
 
 func entryState(ctx context.Context, tx *sql.Tx, id int64) (string, error) {
@@ -102,7 +77,7 @@ func (d *DB) RecentJournal(ctx context.Context, limit int) ([]JournalEntry, erro
 }
 
 // InterruptedSteps returns the entries still 'started', oldest first: steps a crashed or
-// killed run began and never ended. Close them with EndStep or MarkReverted once handled.
+// killed run began and never ended (the daemon closes them as failed when it starts).
 func (d *DB) InterruptedSteps(ctx context.Context) ([]JournalEntry, error) {
 	return d.queryJournal(ctx, `SELECT id, run, step, state, detail, started_at, finished_at
 		FROM journal WHERE state = 'started' ORDER BY id`)
@@ -135,40 +110,13 @@ func (d *DB) queryJournal(ctx context.Context, query string, args ...any) ([]Jou
 	return out, nil
 }
 
-// StepDone reports whether step last completed with exactly these inputs (fingerprint).
-func (d *DB) StepDone(ctx context.Context, step, fingerprint string) (bool, error) {
-	var stored string
-	err := d.db.QueryRowContext(ctx, `SELECT fingerprint FROM steps WHERE step = ?`, step).Scan(&stored)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+// CloseInterruptedSteps ends every entry still 'started' as failed with reason (a step the
+// daemon was stopped or killed in the middle of: it did not finish) and returns how many.
+func (d *DB) CloseInterruptedSteps(ctx context.Context, reason string) (int, error) {
+	res, err := d.db.ExecContext(ctx, `UPDATE journal SET state = 'failed', detail = ?, finished_at = ? WHERE state = 'started'`, reason, now())
 	if err != nil {
-		return false, fmt.Errorf("read completion of step %q: %w", step, err)
+		return 0, fmt.Errorf("close interrupted steps: %w", err)
 	}
-	return stored == fingerprint, nil
-}
-
-// RecordStepDone records that step completed with inputs hashed to fingerprint.
-func (d *DB) RecordStepDone(ctx context.Context, step, fingerprint string) error {
-	return d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return recordStepDone(ctx, tx, step, fingerprint)
-	})
-}
-
-func recordStepDone(ctx context.Context, tx *sql.Tx, step, fingerprint string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO steps(step, fingerprint, finished_at) VALUES (?, ?, ?)
-		ON CONFLICT(step) DO UPDATE SET fingerprint = excluded.fingerprint, finished_at = excluded.finished_at`,
-		step, fingerprint, now())
-	if err != nil {
-		return fmt.Errorf("record completion of step %q: %w", step, err)
-	}
-	return nil
-}
-
-// ForgetStep drops the completion record of step so it runs again; a missing record is fine.
-func (d *DB) ForgetStep(ctx context.Context, step string) error {
-	if _, err := d.db.ExecContext(ctx, `DELETE FROM steps WHERE step = ?`, step); err != nil {
-		return fmt.Errorf("forget completion of step %q: %w", step, err)
-	}
-	return nil
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }

@@ -43,7 +43,6 @@ func TestJournalLifecycle(t *testing.T) {
 
 	ok1, _ := d.BeginStep(ctx, "r1", "ovs")
 	fail, _ := d.BeginStep(ctx, "r1", "br-ex")
-	rev, _ := d.BeginStep(ctx, "r1", "lvm")
 	open, err := d.BeginStep(ctx, "r1", "k3s")
 	if err != nil {
 		t.Fatal(err)
@@ -53,12 +52,6 @@ func TestJournalLifecycle(t *testing.T) {
 	}
 	if err := d.EndStep(ctx, fail, errors.New("ovs-vsctl: no bridge")); err != nil {
 		t.Fatalf("EndStep(err) = %v", err)
-	}
-	if err := d.EndStep(ctx, rev, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.MarkReverted(ctx, rev); err != nil {
-		t.Fatalf("MarkReverted() = %v", err)
 	}
 
 	got, err := d.RecentJournal(ctx, 0)
@@ -73,7 +66,6 @@ func TestJournalLifecycle(t *testing.T) {
 		ended  bool
 	}{
 		{open, "k3s", api.StepStarted, "", false},
-		{rev, "lvm", api.StepReverted, "", true},
 		{fail, "br-ex", api.StepFailed, "ovs-vsctl: no bridge", true},
 		{ok1, "ovs", api.StepFinished, "", true},
 	}
@@ -89,61 +81,27 @@ func TestJournalLifecycle(t *testing.T) {
 			t.Errorf("RecentJournal(0)[%d].StartedAt = %v, want about now", i, g.StartedAt)
 		}
 	}
-	if lim, _ := d.RecentJournal(ctx, 2); len(lim) != 2 || lim[0].ID != open || lim[1].ID != rev {
+	if lim, _ := d.RecentJournal(ctx, 2); len(lim) != 2 || lim[0].ID != open || lim[1].ID != fail {
 		t.Errorf("RecentJournal(2) = %+v, want the two newest", lim)
 	}
 	if in, _ := d.InterruptedSteps(ctx); len(in) != 1 || in[0].ID != open {
 		t.Errorf("InterruptedSteps() = %+v, want only %d", in, open)
 	}
 
+	if n, err := d.CloseInterruptedSteps(ctx, "the daemon stopped"); err != nil || n != 1 {
+		t.Errorf("CloseInterruptedSteps() = %d, %v, want 1", n, err)
+	}
+	if in, _ := d.InterruptedSteps(ctx); len(in) != 0 {
+		t.Errorf("InterruptedSteps() after closing = %+v, want none", in)
+	}
+	if got, _ := d.RecentJournal(ctx, 1); got[0].State != api.StepFailed || got[0].Detail != "the daemon stopped" || got[0].FinishedAt == nil {
+		t.Errorf("closed interrupted entry = %+v, want failed: the daemon stopped", got[0])
+	}
 	if err := d.EndStep(ctx, ok1, nil); err == nil || !strings.Contains(err.Error(), "already finished") {
 		t.Errorf("EndStep(finished entry) = %v, want already finished", err)
 	}
 	if err := d.EndStep(ctx, 9999, nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("EndStep(9999) = %v, want ErrNotFound", err)
 	}
-	if err := d.MarkReverted(ctx, 9999); !errors.Is(err, ErrNotFound) {
-		t.Errorf("MarkReverted(9999) = %v, want ErrNotFound", err)
-	}
 }
 
-func TestStepCompletion(t *testing.T) {
-	ctx := context.Background()
-	d := newMemory(t)
-	check := func(step, fp string, want bool) {
-		t.Helper()
-		got, err := d.StepDone(ctx, step, fp)
-		if err != nil || got != want {
-			t.Errorf("StepDone(%s, %s) = %v, %v, want %v, nil", step, fp, got, err, want)
-		}
-	}
-	check("ovs", "h1", false)
-	if err := d.RecordStepDone(ctx, "ovs", "h1"); err != nil {
-		t.Fatal(err)
-	}
-	check("ovs", "h1", true)
-	check("ovs", "h2", false)
-	check("br-ex", "h1", false)
-	if err := d.RecordStepDone(ctx, "ovs", "h2"); err != nil {
-		t.Fatal(err)
-	}
-	check("ovs", "h1", false)
-	check("ovs", "h2", true)
-	if err := d.ForgetStep(ctx, "ovs"); err != nil {
-		t.Fatal(err)
-	}
-	check("ovs", "h2", false)
-	if err := d.ForgetStep(ctx, "ovs"); err != nil {
-		t.Errorf("ForgetStep(missing) = %v, want nil", err)
-	}
-
-	id, _ := d.BeginStep(ctx, "r", "lvm")
-	if err := d.CompleteStep(ctx, id, "lvm", "h3"); err != nil {
-		t.Fatalf("CompleteStep() = %v", err)
-	}
-	check("lvm", "h3", true)
-	if err := d.CompleteStep(ctx, id, "lvm", "h4"); err == nil {
-		t.Error("CompleteStep(already finished) = nil, want error")
-	}
-	check("lvm", "h3", true) // the failed CompleteStep changed nothing
-}

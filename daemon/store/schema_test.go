@@ -19,6 +19,7 @@ func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
 		2: {"schema", "config", "journal", "steps", "journal_step", "journal_state"},
 		3: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members"},
 		4: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
+		5: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 	}
 	for n := 0; n <= len(updates); n++ {
 		for _, kind := range []string{"memory", "file"} {
@@ -46,6 +47,9 @@ func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
 				}
 			})
 		}
+	}
+	if d, _ := openMemory(ctx, updates); tables(t, d)["steps"] {
+		t.Error("the steps table is still there after every update, want it dropped")
 	}
 	if LatestSchemaVersion() != len(want) {
 		t.Errorf("LatestSchemaVersion() = %d, want %d (add the new update to this test)", LatestSchemaVersion(), len(want))

@@ -12,6 +12,7 @@ var updates = []update{
 	updateFromV1,
 	updateFromV2,
 	updateFromV3,
+	updateFromV4,
 }
 
 // updateFromV0 creates the configuration, the step journal and the completed-step record.
@@ -88,5 +89,12 @@ CREATE TABLE removed_members (
 	name        TEXT NOT NULL,
 	removed_at  INTEGER NOT NULL
 );`)
+	return err
+}
+
+// updateFromV4 drops the table of completed-step fingerprints: nothing ever read it (the
+// steps are idempotent and check the host themselves; the journal records every run).
+func updateFromV4(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `DROP TABLE steps;`)
 	return err
 }

@@ -1,0 +1,36 @@
+package converge
+
+import (
+	"testing"
+	"time"
+
+	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/preflight"
+)
+
+func TestStepLine(t *testing.T) {
+	for _, c := range []struct {
+		e    bootstrap.Event
+		want string
+	}{
+		{bootstrap.Event{Step: "openvswitch"}, "openvswitch ..."},
+		{bootstrap.Event{Step: "openvswitch", Done: true, Took: 1234 * time.Millisecond}, "openvswitch: unchanged (1.2s)"},
+		{bootstrap.Event{Step: "libvirt", Done: true, Changed: true, Detail: "libvirt 9.0", Took: time.Second}, "libvirt: changed: libvirt 9.0 (1s)"},
+		{bootstrap.Event{Step: "images", Done: true, Error: "no space", Took: 50 * time.Millisecond}, "images: FAILED: no space (100ms)"},
+	} {
+		if got := StepLine(c.e); got != c.want {
+			t.Errorf("StepLine(%+v) = %q, want %q", c.e, got, c.want)
+		}
+	}
+}
+
+func TestWire(t *testing.T) {
+	fs := WireFindings([]preflight.Finding{{Check: "cpu", Status: preflight.Fail, Message: "m", Fix: "f"}})
+	if len(fs) != 1 || fs[0].Status != "fail" || fs[0].Fix != "f" {
+		t.Errorf("WireFindings() = %+v, want the finding with status fail", fs)
+	}
+	d := WireDecisions(preflight.Decisions{VirtType: "qemu", OVSDatapath: "netdev", StorageBackend: "ceph", StorageBackendReason: "r"})
+	if d.VirtType != "qemu" || d.OVSDatapath != "netdev" || d.StorageBackend != "ceph" || d.StorageBackendReason != "r" {
+		t.Errorf("WireDecisions() = %+v, want every field", d)
+	}
+}

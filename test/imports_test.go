@@ -1,0 +1,165 @@
+package test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/osdcloud/osd"
+
+// cliInProcess are the CLI files that run code in the CLI's own process and so import
+// what they run: the daemon command, osd reset (with the daemon stopped), osd preflight
+// (it must work before any daemon runs), and the multicall entry point with its tools.
+var cliInProcess = []string{"cmd/osd/daemon.go", "cmd/osd/reset.go", "cmd/osd/preflight.go", "cmd/osd/main.go", "cmd/osd/tools.go"}
+
+// importRules are the layering rules of the tree (README "Architecture"). Each gets a
+// file's path (relative to the repository, slash-separated), whether it is a test file,
+// and one of its imports, and returns why that import is not allowed ("" when it is).
+var importRules = []func(file string, test bool, imp string) string{
+	// The CLI talks to the daemon through its API types and client only.
+	func(file string, test bool, imp string) string {
+		if !strings.HasPrefix(file, "cmd/osd/") || test || slices.Contains(cliInProcess, file) {
+			return ""
+		}
+		if strings.HasPrefix(imp, module+"/") && imp != module+"/daemon/api" && imp != module+"/daemon/client" {
+			return "a CLI command talks to the daemon through daemon/api and daemon/client only"
+		}
+		return ""
+	},
+	// The host packages and the charts are the bottom layer (their tests may render the
+	// charts with the real deploy code).
+	func(file string, test bool, imp string) string {
+		if test {
+			return ""
+		}
+		for _, low := range []string{"netsetup/", "hypervisor/", "charts/"} {
+			if strings.HasPrefix(file, low) && (strings.HasPrefix(imp, module+"/daemon") || strings.HasPrefix(imp, module+"/bootstrap")) {
+				return low + " must not import the daemon or bootstrap layers"
+			}
+		}
+		return ""
+	},
+	// Only osd daemon wires the composition root.
+	func(file string, test bool, imp string) string {
+		if imp == module+"/daemon" && file != "cmd/osd/daemon.go" {
+			return "only the osd daemon command imports the daemon's composition root"
+		}
+		return ""
+	},
+	// k3s only behind daemon/k3s.
+	func(file string, test bool, imp string) string {
+		if strings.HasPrefix(imp, "github.com/k3s-io/k3s") && !strings.HasPrefix(file, "daemon/k3s/") {
+			return "only daemon/k3s imports k3s"
+		}
+		return ""
+	},
+	// Helm only behind bootstrap/deploy.
+	func(file string, test bool, imp string) string {
+		if strings.HasPrefix(imp, "helm.sh/helm") && !strings.HasPrefix(file, "bootstrap/deploy/") {
+			return "only bootstrap/deploy imports Helm"
+		}
+		return ""
+	},
+}
+
+// importViolations checks files (path -> imports) against importRules (pure).
+func importViolations(files map[string][]string) []string {
+	var out []string
+	for file, imps := range files {
+		test := strings.HasSuffix(file, "_test.go")
+		for _, imp := range imps {
+			for _, rule := range importRules {
+				if why := rule(file, test, imp); why != "" {
+					out = append(out, file+" imports "+imp+": "+why)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// treeImports reads the imports of every Go file of the repository at root.
+func treeImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	files := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, is := range f.Imports {
+			files[filepath.ToSlash(rel)] = append(files[filepath.ToSlash(rel)], strings.Trim(is.Path.Value, `"`))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestImportRules holds the tree to its layering: the CLI, the low layers, the composition
+// root, k3s and Helm each imported only where they belong.
+func TestImportRules(t *testing.T) {
+	files := treeImports(t, "..")
+	if len(files) < 100 {
+		t.Fatalf("read %d Go files, want the whole tree", len(files))
+	}
+	for _, v := range importViolations(files) {
+		t.Error(v)
+	}
+	for _, f := range cliInProcess {
+		if _, err := os.Stat(filepath.Join("..", f)); err != nil {
+			t.Errorf("in-process CLI file %s: %v (update cliInProcess)", f, err)
+		}
+	}
+}
+
+// TestImportRulesCatchBadImports feeds the rules deliberately bad imports: each is caught.
+func TestImportRulesCatchBadImports(t *testing.T) {
+	for _, c := range []struct{ file, imp string }{
+		{"cmd/osd/status.go", module + "/bootstrap/deploy"},
+		{"cmd/osd/launch.go", module + "/daemon"},
+		{"cmd/osd/cluster.go", module + "/daemon/cluster"},
+		{"netsetup/nat.go", module + "/daemon/store"},
+		{"hypervisor/kvm.go", module + "/bootstrap/preflight"},
+		{"charts/charts.go", module + "/daemon/api"},
+		{"daemon/join/join.go", module + "/daemon"},
+		{"daemon/node/node.go", "github.com/k3s-io/k3s/pkg/agent"},
+		{"daemon/deployment/deployment.go", "helm.sh/helm/v3/pkg/action"},
+	} {
+		if v := importViolations(map[string][]string{c.file: {c.imp}}); len(v) == 0 {
+			t.Errorf("%s importing %s passes the import rules, want it caught", c.file, c.imp)
+		}
+	}
+	for _, c := range []struct{ file, imp string }{
+		{"cmd/osd/status.go", module + "/daemon/api"},
+		{"cmd/osd/status_test.go", module + "/bootstrap/deploy"},
+		{"cmd/osd/daemon.go", module + "/daemon"},
+		{"daemon/k3s/server.go", "github.com/k3s-io/k3s/pkg/agent"},
+		{"bootstrap/deploy/helmclient/client.go", "helm.sh/helm/v3/pkg/action"},
+	} {
+		if v := importViolations(map[string][]string{c.file: {c.imp}}); len(v) != 0 {
+			t.Errorf("%s importing %s is refused: %v, want it allowed", c.file, c.imp, v)
+		}
+	}
+}
