@@ -9,16 +9,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/osdcloud/osd/daemon/api"
 )
 
 // Step is one idempotent step: Run checks the host and changes only what differs from
-// the desired state, reporting whether it changed anything.
+// the desired state, reporting whether it changed anything. It runs once every step it
+// Needs has succeeded.
 type Step struct {
-	Name string
-	Run  func(ctx context.Context) (changed bool, detail string, err error)
+	Name  string
+	Needs []string
+	Run   func(ctx context.Context) (changed bool, detail string, err error)
 }
 
 // Journal records steps as they start and end (the daemon's SQLite store implements it).
@@ -40,50 +41,16 @@ func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e
 func (e *StepError) Unwrap() error { return e.Err }
 
 // Execute runs steps in order under the run id, journaling each, and stops at the first
-// failure. A step whose journal entry cannot be written is not run: the journal is what
-// lets the next run know where this one stood.
+// failure (ExecuteGraph with each step needing the one before it and no retries).
 func Execute(ctx context.Context, j Journal, run string, steps []Step, progress func(Event)) error {
-	if progress == nil {
-		progress = func(Event) {}
-	}
-	seen := map[string]bool{}
-	for _, s := range steps {
-		if s.Name == "" || s.Run == nil {
-			return fmt.Errorf("invalid plan: a step without a name or action")
-		}
-		if seen[s.Name] {
-			return fmt.Errorf("invalid plan: step %q appears twice", s.Name)
-		}
-		seen[s.Name] = true
-	}
+	chain := make([]Step, len(steps))
 	for i, s := range steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		id, err := j.BeginStep(ctx, run, s.Name)
-		if err != nil {
-			return fmt.Errorf("journal step %s: %w", s.Name, err)
-		}
-		progress(Event{Step: s.Name, Index: i + 1, Total: len(steps)})
-		t0 := time.Now()
-		changed, detail, runErr := safeRun(ctx, s)
-		ev := Event{Step: s.Name, Index: i + 1, Total: len(steps), Done: true, Changed: changed, Detail: detail, Took: time.Since(t0)}
-		if runErr != nil {
-			ev.Error = runErr.Error()
-		}
-		// Journal with a fresh context: a cancelled run must still record how its step ended.
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		endErr := j.EndStep(jctx, id, runErr)
-		cancel()
-		progress(ev)
-		if runErr != nil {
-			return &StepError{Step: s.Name, Err: runErr}
-		}
-		if endErr != nil {
-			return fmt.Errorf("journal step %s: %w", s.Name, endErr)
+		chain[i] = Step{Name: s.Name, Run: s.Run}
+		if i > 0 {
+			chain[i].Needs = []string{steps[i-1].Name}
 		}
 	}
-	return nil
+	return ExecuteGraph(ctx, j, run, chain, Retry{Attempts: 1}, progress)
 }
 
 // safeRun turns a panicking step into an error.

@@ -21,14 +21,14 @@ func TestExecute(t *testing.T) {
 		wantRan    []string
 		wantStates []string // journal states, oldest first
 	}{
-		{name: "all ok", steps: []Step{{"a", ok(true)}, {"b", ok(false)}},
+		{name: "all ok", steps: []Step{{Name: "a", Run: ok(true)}, {Name: "b", Run: ok(false)}},
 			wantRan: []string{"a", "b"}, wantStates: []string{"finished", "finished"}},
-		{name: "stops at failure", steps: []Step{{"a", ok(true)}, {"b", func(context.Context) (bool, string, error) { return false, "", boom }}, {"c", ok(true)}},
+		{name: "stops at failure", steps: []Step{{Name: "a", Run: ok(true)}, {Name: "b", Run: func(context.Context) (bool, string, error) { return false, "", boom }}, {Name: "c", Run: ok(true)}},
 			wantErr: "step b: boom", wantRan: []string{"a", "b"}, wantStates: []string{"finished", "failed"}},
-		{name: "panic is an error", steps: []Step{{"a", func(context.Context) (bool, string, error) { panic("bad") }}},
+		{name: "panic is an error", steps: []Step{{Name: "a", Run: func(context.Context) (bool, string, error) { panic("bad") }}},
 			wantErr: "panic: bad", wantRan: []string{"a"}, wantStates: []string{"failed"}},
-		{name: "duplicate step refused", steps: []Step{{"a", ok(true)}, {"a", ok(true)}}, wantErr: "appears twice"},
-		{name: "unnamed step refused", steps: []Step{{"", ok(true)}}, wantErr: "without a name"},
+		{name: "duplicate step refused", steps: []Step{{Name: "a", Run: ok(true)}, {Name: "a", Run: ok(true)}}, wantErr: "appears twice"},
+		{name: "unnamed step refused", steps: []Step{{Name: "", Run: ok(true)}}, wantErr: "without a name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,10 +72,10 @@ func TestExecuteCancelledRecordsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = Execute(ctx, db, "r", []Step{{"slow", func(ctx context.Context) (bool, string, error) {
+	err = Execute(ctx, db, "r", []Step{{Name: "slow", Run: func(ctx context.Context) (bool, string, error) {
 		cancel()
 		return false, "", ctx.Err()
-	}}, {"never", func(context.Context) (bool, string, error) { t.Error("step after cancel ran"); return false, "", nil }}}, nil)
+	}}, {Name: "never", Run: func(context.Context) (bool, string, error) { t.Error("step after cancel ran"); return false, "", nil }}}, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Execute() = %v, want context.Canceled", err)
 	}

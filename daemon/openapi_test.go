@@ -20,6 +20,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
@@ -287,4 +289,39 @@ func unstarted(t *testing.T) *Daemon {
 	d.wire(context.Background(), nil)
 	d.clusterSvc = &cluster.Service{}
 	return d
+}
+
+// TestConvergePlan: the whole converge plan, as the daemon wires it, is valid, and what
+// fails at boot holds up only what needs it: Kubernetes and the cloud do not need
+// libvirt, Open vSwitch or the volume group.
+func TestConvergePlan(t *testing.T) {
+	d := unstarted(t)
+	steps := d.conv.Plan(preflight.Decisions{StorageBackend: "none"}, true, func(string) {})
+	if err := bootstrap.Validate(steps); err != nil {
+		t.Fatal(err)
+	}
+	needs := map[string][]string{}
+	for _, s := range steps {
+		needs[s.Name] = s.Needs
+	}
+	var all func(string, map[string]bool) map[string]bool
+	all = func(n string, seen map[string]bool) map[string]bool {
+		for _, x := range needs[n] {
+			if !seen[x] {
+				seen[x] = true
+				all(x, seen)
+			}
+		}
+		return seen
+	}
+	for _, s := range []string{"kubernetes", "kubernetes-node", "node-roles", "images", "openstack"} {
+		for _, host := range []string{"libvirt", "openvswitch", "volume-group", "kvm-permissions", "external-network"} {
+			if all(s, map[string]bool{})[host] {
+				t.Errorf("%s needs %s: a failing %s would hold it up", s, host, host)
+			}
+		}
+	}
+	if !all("day-one", map[string]bool{})["external-network"] || !all("day-one", map[string]bool{})["openstack"] {
+		t.Errorf("day-one needs %v, want openstack and the external network", needs["day-one"])
+	}
 }

@@ -70,9 +70,12 @@ func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) 
 		}
 		for shown < len(st.Steps) {
 			e := st.Steps[shown]
-			if !e.Done {
+			if !e.Done || e.RetryIn > 0 {
 				if p.name != e.Step {
 					p.step(e.Step)
+				}
+				if e.RetryIn > 0 {
+					p.waiting(fmt.Sprintf("attempt %d failed: %s; trying again in %s", e.Attempt, e.Error, e.RetryIn.Round(time.Second)))
 				}
 				break
 			}
@@ -94,7 +97,7 @@ func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) 
 			shown++
 		}
 		switch st.State {
-		case "succeeded":
+		case api.ConvergeSucceeded:
 			p.done()
 			fmt.Fprintf(p.w, "\nosd is up.\n")
 			clouds := filepath.Join(g.stateDir, "clouds.yaml")
@@ -108,19 +111,17 @@ func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) 
 			}
 			fmt.Fprintf(p.w, "Kubernetes admin config: %s (0600). Try: osd status; osd kubectl get pods -A\n", filepath.Join(g.stateDir, "kubeconfig"))
 			return nil
-		case "failed":
+		case api.ConvergeFailed:
 			for _, f := range st.Findings {
-				if f.Status == "fail" {
+				if f.Status == api.FindingFail {
 					fmt.Fprintf(p.w, "FAILED  preflight %s: %s\n        fix: %s\n", f.Check, f.Message, f.Fix)
 				}
 			}
 			fmt.Fprintf(p.w, "osd init failed: %s\nFix the cause and run osd init again: it resumes where it stopped.\n", st.Error)
 			return exitError{1}
 		}
-		if shown < len(st.Steps) {
-			if st.Detail != "" {
-				p.waiting(st.Detail)
-			}
+		if shown < len(st.Steps) && st.Detail != "" && st.Steps[shown].RetryIn == 0 {
+			p.waiting(st.Detail)
 		}
 		select {
 		case <-ctx.Done():

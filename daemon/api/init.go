@@ -38,16 +38,19 @@ type InitState struct {
 	Dashboard string `json:"dashboard,omitempty"`
 }
 
-// Step is one step of a converge or join run: started (Done false) or finished.
+// Step is one attempt of a step of a converge or join run: started (Done false) or
+// finished. A failed attempt that will be tried again says when (RetryIn).
 type Step struct {
 	Step    string        `json:"step"`
 	Index   int           `json:"index"`
 	Total   int           `json:"total"`
+	Attempt int           `json:"attempt,omitempty"` // 1 for the first
 	Done    bool          `json:"done"`
 	Changed bool          `json:"changed"`
 	Detail  string        `json:"detail,omitempty"`
 	Error   string        `json:"error,omitempty"`
 	Took    time.Duration `json:"took"`
+	RetryIn time.Duration `json:"retry_in,omitempty"` // a failed attempt: the next one in this long
 }
 
 // Finding statuses.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -69,7 +70,9 @@ func (s *Service) SetDashboard(url string) { s.update(func(c *api.InitState) { c
 
 // Start starts a converge run as an operation unless one runs; it returns the run's
 // operation either way. The run's state is running from the moment Start returns.
-func (s *Service) Start() api.Operation {
+func (s *Service) Start() api.Operation { return s.start(RetryAsked) }
+
+func (s *Service) start(retry bootstrap.Retry) api.Operation {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
 	if op, ok := s.st.Ops.Running(OperationKind); ok {
@@ -79,7 +82,7 @@ func (s *Service) Start() api.Operation {
 	op, _ := s.st.Ops.Start(OperationKind, true, func(ctx context.Context, emit func(string)) (any, error) {
 		s.update(func(c *api.InitState) { c.Operation = operations.ID(ctx) })
 		run := strconv.FormatInt(time.Now().UnixNano(), 36)
-		err := s.converge(ctx, run, emit)
+		err := s.converge(ctx, run, retry, emit)
 		s.update(func(c *api.InitState) {
 			c.Finished, c.State = time.Now(), api.ConvergeSucceeded
 			if err != nil {
@@ -103,13 +106,22 @@ func (s *Service) ResumeAtStart(ctx context.Context) error {
 		return err
 	} else if v == "true" {
 		slog.Info("host was initialized before: converging it")
-		s.Start()
+		s.start(RetryAtBoot)
 	}
 	return nil
 }
 
+// Retries of a converge's failed steps: a run osd init asked for gives up on a step after
+// a few attempts (the user sees why); the run at the daemon's start, with nobody there,
+// keeps trying every failed step, backing off up to five minutes, while every step that
+// does not need it goes on.
+var (
+	RetryAsked  = bootstrap.Retry{Attempts: 3, First: 5 * time.Second, Max: time.Minute}
+	RetryAtBoot = bootstrap.Retry{First: 5 * time.Second, Max: 5 * time.Minute}
+)
+
 // converge runs preflight, then the plan.
-func (s *Service) converge(ctx context.Context, run string, emit func(string)) error {
+func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retry, emit func(string)) error {
 	s.update(func(c *api.InitState) { c.Run = run })
 	rep, err := preflight.Run(ctx, PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	if err != nil && len(rep.Findings) == 0 {
@@ -131,24 +143,41 @@ func (s *Service) converge(ctx context.Context, run string, emit func(string)) e
 		return fmt.Errorf("record virt_type: %w", err)
 	}
 	detail := func(d string) { s.update(func(c *api.InitState) { c.Detail = d }) }
-	steps := append(HostSteps(s.st, rep.Decisions, nil), s.nodeSteps(detail)...)
-	if goal != state.GoalKubernetes && s.more != nil {
-		steps = append(steps, s.more(detail)...)
-	}
-	return bootstrap.Execute(ctx, s.st.DB, run, steps, func(e bootstrap.Event) {
+	steps := s.Plan(rep.Decisions, goal != state.GoalKubernetes, detail)
+	return bootstrap.ExecuteGraph(ctx, s.st.DB, run, steps, retry, func(e bootstrap.Event) {
 		s.update(func(c *api.InitState) {
 			c.Detail = ""
-			if !e.Done {
-				c.Steps = append(c.Steps, e)
-				return
-			}
-			c.Steps[len(c.Steps)-1] = e
+			c.Steps = SetStep(c.Steps, e)
 		})
 		emit(StepLine(e))
 		if e.Done {
-			slog.Info("step", "step", e.Step, "changed", e.Changed, "took", e.Took.Round(time.Millisecond), "err", e.Error)
+			slog.Info("step", "step", e.Step, "attempt", e.Attempt, "changed", e.Changed, "took", e.Took.Round(time.Millisecond), "err", e.Error, "retry_in", e.RetryIn)
 		}
 	})
+}
+
+// SetStep records the latest attempt of e's step in steps, kept in plan order (pure).
+func SetStep(steps []api.Step, e api.Step) []api.Step {
+	for i := range steps {
+		if steps[i].Step == e.Step {
+			steps[i] = e
+			return steps
+		}
+	}
+	steps = append(steps, e)
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].Index < steps[j].Index })
+	return steps
+}
+
+// Plan is the converge's steps: the host's, the node's, and with the cloud the steps more
+// adds. Each needs only what it really uses, so a failing step (libvirt at boot) holds
+// up nothing else (Kubernetes and the control plane).
+func (s *Service) Plan(dec preflight.Decisions, withCloud bool, detail func(string)) []bootstrap.Step {
+	steps := append(HostSteps(s.st, dec, nil), s.nodeSteps(detail)...)
+	if withCloud && s.more != nil {
+		steps = append(steps, s.more(detail)...)
+	}
+	return steps
 }
 
 // nodeSteps start the embedded Kubernetes server, wait for its node (detail says why it
@@ -157,8 +186,8 @@ func (s *Service) nodeSteps(detail func(string)) []bootstrap.Step {
 	n := s.st.Node
 	return []bootstrap.Step{
 		{Name: "kubernetes", Run: n.EnsureServer},
-		{Name: "kubernetes-node", Run: func(ctx context.Context) (bool, string, error) { return WaitNodeReady(ctx, n, detail) }},
-		{Name: "node-roles", Run: func(ctx context.Context) (bool, string, error) {
+		{Name: "kubernetes-node", Needs: []string{"kubernetes"}, Run: func(ctx context.Context) (bool, string, error) { return WaitNodeReady(ctx, n, detail) }},
+		{Name: "node-roles", Needs: []string{"kubernetes-node"}, Run: func(ctx context.Context) (bool, string, error) {
 			cs, err := n.Admin()
 			if err != nil {
 				return false, "", err

@@ -31,8 +31,8 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 			}
 			return changed, "datapath " + ovs.Datapath, err
 		}},
-		{Name: "external-network", Run: func(ctx context.Context) (bool, string, error) { return externalNetwork(ctx, st, ovs) }},
-		{Name: "libvirt", Run: func(ctx context.Context) (bool, string, error) {
+		{Name: "external-network", Needs: []string{"openvswitch"}, Run: func(ctx context.Context) (bool, string, error) { return externalNetwork(ctx, st, ovs) }},
+		{Name: "libvirt", Needs: []string{"kvm-permissions"}, Run: func(ctx context.Context) (bool, string, error) {
 			started, err := hypervisor.EnsureLibvirtd(ctx, hypervisor.LibvirtConfig{})
 			if err == nil {
 				err = state.RecordOwner(ctx, st.DB, state.KeyLibvirtOwner, started)
@@ -57,6 +57,13 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 	var out []bootstrap.Step
 	for _, s := range all {
 		if want[s.Name] {
+			var needs []string
+			for _, n := range s.Needs {
+				if want[n] {
+					needs = append(needs, n)
+				}
+			}
+			s.Needs = needs
 			out = append(out, s)
 		}
 	}

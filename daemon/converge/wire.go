@@ -30,6 +30,8 @@ func StepLine(e bootstrap.Event) string {
 	switch {
 	case !e.Done:
 		return e.Step + " ..."
+	case e.Error != "" && e.RetryIn > 0:
+		return fmt.Sprintf("%s: attempt %d FAILED: %s (%s); trying again in %s", e.Step, e.Attempt, e.Error, took, e.RetryIn.Round(time.Second))
 	case e.Error != "":
 		return fmt.Sprintf("%s: FAILED: %s (%s)", e.Step, e.Error, took)
 	}

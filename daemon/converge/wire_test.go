@@ -6,6 +6,7 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap"
 	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 func TestStepLine(t *testing.T) {
@@ -17,6 +18,8 @@ func TestStepLine(t *testing.T) {
 		{bootstrap.Event{Step: "openvswitch", Done: true, Took: 1234 * time.Millisecond}, "openvswitch: unchanged (1.2s)"},
 		{bootstrap.Event{Step: "libvirt", Done: true, Changed: true, Detail: "libvirt 9.0", Took: time.Second}, "libvirt: changed: libvirt 9.0 (1s)"},
 		{bootstrap.Event{Step: "images", Done: true, Error: "no space", Took: 50 * time.Millisecond}, "images: FAILED: no space (100ms)"},
+		{bootstrap.Event{Step: "libvirt", Attempt: 2, Done: true, Error: "pidfile held", Took: time.Second, RetryIn: 10 * time.Second},
+			"libvirt: attempt 2 FAILED: pidfile held (1s); trying again in 10s"},
 	} {
 		if got := StepLine(c.e); got != c.want {
 			t.Errorf("StepLine(%+v) = %q, want %q", c.e, got, c.want)
@@ -32,5 +35,15 @@ func TestWire(t *testing.T) {
 	d := WireDecisions(preflight.Decisions{VirtType: "qemu", OVSDatapath: "netdev", StorageBackend: "ceph", StorageBackendReason: "r"})
 	if d.VirtType != "qemu" || d.OVSDatapath != "netdev" || d.StorageBackend != "ceph" || d.StorageBackendReason != "r" {
 		t.Errorf("WireDecisions() = %+v, want every field", d)
+	}
+}
+
+func TestSetStep(t *testing.T) {
+	var steps []api.Step
+	steps = SetStep(steps, api.Step{Step: "kubernetes", Index: 6})
+	steps = SetStep(steps, api.Step{Step: "libvirt", Index: 4, Attempt: 1, Done: true, Error: "x", RetryIn: time.Second})
+	steps = SetStep(steps, api.Step{Step: "libvirt", Index: 4, Attempt: 2})
+	if len(steps) != 2 || steps[0].Step != "libvirt" || steps[0].Attempt != 2 || steps[0].Done || steps[1].Step != "kubernetes" {
+		t.Errorf("SetStep() = %+v, want libvirt's second attempt then kubernetes, in plan order", steps)
 	}
 }

@@ -62,8 +62,8 @@ func (s *Service) controller() (*deploy.Controller, *node.Clients, error) {
 // then the day-one resources; detail says what the running one is doing now.
 func (s *Service) Steps(detail func(string)) []bootstrap.Step {
 	return []bootstrap.Step{
-		{Name: "openstack", Run: func(ctx context.Context) (bool, string, error) { return s.ensureOpenStack(ctx, detail) }},
-		{Name: "day-one", Run: func(ctx context.Context) (bool, string, error) { return s.ensureDayOne(ctx, detail) }},
+		{Name: "openstack", Needs: []string{"images", "node-roles"}, Run: func(ctx context.Context) (bool, string, error) { return s.ensureOpenStack(ctx, detail) }},
+		{Name: "day-one", Needs: []string{"openstack", "external-network"}, Run: func(ctx context.Context) (bool, string, error) { return s.ensureDayOne(ctx, detail) }},
 	}
 }
 

@@ -197,7 +197,7 @@ func (s *Service) postImagesImport(r *http.Request) rest.Response {
 // needs and imports into containerd those it does not hold at that digest; detail says
 // what it is doing now.
 func (s *Service) Step(detail func(string)) bootstrap.Step {
-	return bootstrap.Step{Name: "images", Run: func(ctx context.Context) (bool, string, error) { return s.ensureImages(ctx, detail) }}
+	return bootstrap.Step{Name: "images", Needs: []string{"kubernetes"}, Run: func(ctx context.Context) (bool, string, error) { return s.ensureImages(ctx, detail) }}
 }
 
 // ensureImages is the converge step that builds (or finds cached) every image the
