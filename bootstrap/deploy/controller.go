@@ -44,6 +44,9 @@ type Controller struct {
 	// Namespace and Name of the OpenStackDeployment; empty = Namespace, DefaultName.
 	Namespace, Name string
 	Log             *slog.Logger
+	// Since, when set, is when this controller's cluster (re)started: pods on nodes that
+	// have not reported since then are not ready, whatever the cluster recorded before.
+	Since time.Time
 
 	mu     sync.Mutex
 	loaded map[string]loadedChart

@@ -199,3 +199,32 @@ func TestReasonLine(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleNodes: after a restart, a node whose kubelet has not renewed its lease since,
+// or that is not Ready, is stale; the pods on it make their workload not ready, whatever
+// the cluster recorded before.
+func TestStaleNodes(t *testing.T) {
+	since := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	node := func(name string, ready corev1.ConditionStatus) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
+	}
+	nodes := []corev1.Node{node("fresh", corev1.ConditionTrue), node("before", corev1.ConditionTrue), node("nolease", corev1.ConditionTrue), node("down", corev1.ConditionFalse)}
+	renewed := map[string]time.Time{"fresh": since.Add(5 * time.Second), "before": since.Add(-time.Minute), "down": since.Add(time.Second)}
+	stale := StaleNodes(nodes, renewed, since)
+	if _, ok := stale["fresh"]; ok || len(stale) != 3 {
+		t.Fatalf("StaleNodes() = %v, want before, nolease and down", stale)
+	}
+	if !strings.Contains(stale["before"], "has not reported since 2026-11-23T12:00:00Z") || !strings.Contains(stale["down"], "not ready") {
+		t.Errorf("StaleNodes() = %v, want the reasons", stale)
+	}
+	pod := func(name, node string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	if got := StaleReason([]corev1.Pod{pod("a", "fresh"), pod("b", "before")}, stale); !strings.HasPrefix(got, "pod b: node before has not reported") {
+		t.Errorf("StaleReason() = %q, want pod b's node", got)
+	}
+	if got := StaleReason([]corev1.Pod{pod("a", "fresh"), pod("c", "")}, stale); got != "" {
+		t.Errorf("StaleReason(fresh and unscheduled pods) = %q, want none", got)
+	}
+}

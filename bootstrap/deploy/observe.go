@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"time"
 	"regexp"
 	"strings"
 
@@ -23,6 +24,13 @@ const maxLogFetches = 8
 func (c *Controller) observeHealth(ctx context.Context, cat Catalog, desired map[string]string) (map[string]WorkloadHealth, map[string]bool, error) {
 	hs := &healthScan{c: c, cat: cat, desired: desired,
 		health: map[string]WorkloadHealth{}, count: map[string]int{}, ready: map[string]bool{}}
+	if !c.Since.IsZero() {
+		stale, err := c.staleNodes(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		hs.stale = stale
+	}
 	namespaces := map[string]bool{}
 	for name := range desired {
 		svc, _ := cat.Service(name)
@@ -48,9 +56,10 @@ type healthScan struct {
 	cat     Catalog
 	desired map[string]string
 	health  map[string]WorkloadHealth
-	count   map[string]int  // workloads seen per release
-	ready   map[string]bool // per release
-	fetched int             // log lines fetched in this pass (at most maxLogFetches)
+	count   map[string]int    // workloads seen per release
+	ready   map[string]bool   // per release
+	fetched int               // log lines fetched in this pass (at most maxLogFetches)
+	stale   map[string]string // nodes that have not reported since Since -> why
 }
 
 // scan looks at every workload in ns that belongs to a desired release.
@@ -114,6 +123,9 @@ func (n *nsScan) consider(ctx context.Context, meta metav1.ObjectMeta, sel *meta
 	h := health(ps, nil)
 	if h.Reason != "" {
 		h = health(ps, n.logsFor(ctx, ps))
+	}
+	if why := StaleReason(ps, n.stale); why != "" && !h.Failed {
+		h.Reason = why
 	}
 	h.Release = rel
 	n.health[h.Kind+"/"+h.Namespace+"/"+h.Name] = h
@@ -206,4 +218,57 @@ func ReasonLine(log string) string {
 		last += " (the database schema is not there yet: the service's init Job migrates it)"
 	}
 	return last
+}
+
+// staleNodes are the nodes whose kubelet has not reported since c.Since (a restart, a
+// power cut): what the cluster recorded of their pods is from before, not true now. A
+// node is fresh once its kubelet renewed its lease after Since and reports Ready.
+func (c *Controller) staleNodes(ctx context.Context) (map[string]string, error) {
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	leases, err := c.Kube.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list node leases: %w", err)
+	}
+	renewed := map[string]time.Time{}
+	for _, l := range leases.Items {
+		if l.Spec.RenewTime != nil {
+			renewed[l.Name] = l.Spec.RenewTime.Time
+		}
+	}
+	return StaleNodes(nodes.Items, renewed, c.Since), nil
+}
+
+// StaleNodes names the nodes not known to be up now (pure): not Ready, or whose lease was
+// last renewed before since, each with the reason.
+func StaleNodes(nodes []corev1.Node, renewed map[string]time.Time, since time.Time) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		switch r, ok := renewed[n.Name]; {
+		case !ok || r.Before(since.Truncate(time.Second)):
+			out[n.Name] = fmt.Sprintf("node %s has not reported since %s: its pods' state is from before", n.Name, since.Format(time.RFC3339))
+		case !ready:
+			out[n.Name] = fmt.Sprintf("node %s is not ready", n.Name)
+		}
+	}
+	return out
+}
+
+// StaleReason is why a workload's recorded state cannot be trusted (pure): one of its pods
+// runs on a stale node ("" when none does).
+func StaleReason(pods []corev1.Pod, stale map[string]string) string {
+	for _, p := range pods {
+		if why, ok := stale[p.Spec.NodeName]; ok && p.Spec.NodeName != "" {
+			return "pod " + p.Name + ": " + why
+		}
+	}
+	return ""
 }

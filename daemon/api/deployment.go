@@ -9,6 +9,9 @@ const (
 	ReleaseInstalling = "installing" // Helm action done, workloads not ready yet
 	ReleaseReady      = "ready"
 	ReleaseFailed     = "failed"
+	// ReleaseUnavailable: the cluster reports the release ready, but its public endpoint
+	// does not answer now (after a restart, before the services are really back).
+	ReleaseUnavailable = "unavailable"
 )
 
 // DeploymentStatus is what GET /1.0/deployment answers: every Helm release and every

@@ -39,6 +39,7 @@ type Service struct {
 	ctrlOnce sync.Once
 	ctrl     *deploy.Controller
 	runOnce  sync.Once
+	answers  answers
 }
 
 // New returns the deployment resource of st.
@@ -52,7 +53,7 @@ func (s *Service) controller() (*deploy.Controller, *node.Clients, error) {
 		return nil, nil, err
 	}
 	s.ctrlOnce.Do(func() {
-		s.ctrl = &deploy.Controller{Kube: kc.Kube, Dynamic: kc.Dynamic, Helm: kc.Helm, Charts: charts.FS,
+		s.ctrl = &deploy.Controller{Kube: kc.Kube, Dynamic: kc.Dynamic, Helm: kc.Helm, Charts: charts.FS, Since: s.st.Started,
 			Log: slog.Default().With("component", "deploy")}
 	})
 	return s.ctrl, kc, nil
@@ -92,16 +93,22 @@ func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (boo
 	if err != nil {
 		return changed, Progress(res, nil), err
 	}
-	s.runOnce.Do(func() { go c.Run(s.st.Ctx, resync) })
+	s.runOnce.Do(func() { s.st.Go(func(ctx context.Context) { c.Run(ctx, resync) }) })
 	creds, err := deploy.ReadAdminCredentials(ctx, kc.Kube, deploy.Namespace, s.KeystonePublicURL())
 	if err != nil {
 		return changed, "", err
 	}
+	wrote, err := s.writeCredentials(creds)
+	if err != nil {
+		return changed, "", err
+	}
+	if err := s.untilAnswering(ctx, enabledServices(spec), detail); err != nil {
+		return changed || wrote, "", err
+	}
 	if _, ok := res.Status.Children["horizon"]; ok && s.Dashboard != nil {
 		s.Dashboard(s.PublicURL("horizon", "public"))
 	}
-	wrote, err := s.writeCredentials(creds)
-	return changed || wrote, fmt.Sprintf("%d releases ready; credentials in %s", len(res.Status.Children), s.st.Cfg.CloudsPath()), err
+	return changed || wrote, fmt.Sprintf("%d releases ready and answering; credentials in %s", len(res.Status.Children), s.st.Cfg.CloudsPath()), nil
 }
 
 // Progress is one line saying where each release stands (pure).

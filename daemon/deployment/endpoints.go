@@ -47,7 +47,7 @@ func (s *Service) getDeployment(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	return rest.SyncResponse(out)
+	return rest.SyncResponse(MarkUnanswered(out, s.Answering(r.Context(), enabledServices(dep.Spec))))
 }
 
 // WireStatus is the deployment status as the API shows it (pure: the two types have the

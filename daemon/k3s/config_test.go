@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -187,7 +189,9 @@ func TestRBACManifest(t *testing.T) {
 }
 
 func TestNodeReadiness(t *testing.T) {
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
+	since := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(since.Add(time.Second))}
+	stale := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(since.Add(-time.Hour))}
 	notReady := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "container runtime network not ready: cni config uninitialized"}
 	tests := []struct {
 		name       string
@@ -201,10 +205,12 @@ func TestNodeReadiness(t *testing.T) {
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, false, "cloud controller"},
 		{"no condition", corev1.Node{}, false, "no Ready condition"},
 		{"cordoned", corev1.Node{Spec: corev1.NodeSpec{Unschedulable: true}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, true, "cordoned"},
+		{"ready before the restart", corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{stale}}},
+			false, "node n1 has not reported since 2026-11-23T12:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, reason := NodeReadiness(&tt.node)
+			ok, reason := NodeReadiness(&tt.node, since)
 			if ok != tt.wantReady || !strings.Contains(reason, tt.wantReason) {
 				t.Errorf("NodeReadiness() = %v, %q, want %v, containing %q", ok, reason, tt.wantReady, tt.wantReason)
 			}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/osdcloud/osd/daemon/fsutil"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/osdcloud/osd/daemon/fsutil"
 
 	k3sagent "github.com/k3s-io/k3s/pkg/cli/agent"
 	"github.com/k3s-io/k3s/pkg/cli/cmds"

@@ -3,9 +3,9 @@ package k3s
 import (
 	"context"
 	"fmt"
-	"github.com/osdcloud/osd/daemon/fsutil"
 	"os"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/osdcloud/osd/daemon/fsutil"
 )
 
 // NodeState is what the daemon reports about its Kubernetes node.
@@ -41,8 +43,9 @@ func restConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Probe asks the API server about readiness and the node's state.
-func Probe(ctx context.Context, cs kubernetes.Interface, node string) NodeState {
+// Probe asks the API server about readiness and the node's state; the node counts as
+// Ready only if its kubelet reported so at or after since (see NodeReadiness).
+func Probe(ctx context.Context, cs kubernetes.Interface, node string, since time.Time) NodeState {
 	var st NodeState
 	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
 	if err != nil || !strings.Contains(string(body), "readyz check passed") {
@@ -60,7 +63,7 @@ func Probe(ctx context.Context, cs kubernetes.Interface, node string) NodeState 
 		return st
 	}
 	st.PodCIDR = n.Spec.PodCIDR
-	st.NodeReady, st.Reason = NodeReadiness(n)
+	st.NodeReady, st.Reason = NodeReadiness(n, since)
 	return st
 }
 
@@ -86,8 +89,10 @@ func ReadyzReason(body string, err error) string {
 	return "API server not ready: " + firstLine(body)
 }
 
-// NodeReadiness says whether n is Ready and, when not, why (pure).
-func NodeReadiness(n *corev1.Node) (bool, string) {
+// NodeReadiness says whether n is Ready and, when not, why (pure). A Ready condition
+// whose last heartbeat is older than since (after a restart or a power cut: what the
+// cluster recorded before it) does not count: only a report of now does.
+func NodeReadiness(n *corev1.Node, since time.Time) (bool, string) {
 	for _, t := range n.Spec.Taints {
 		if t.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
 			return false, "node is waiting for the cloud controller to initialize it (taint " + t.Key + ")"
@@ -98,6 +103,10 @@ func NodeReadiness(n *corev1.Node) (bool, string) {
 			continue
 		}
 		if c.Status == corev1.ConditionTrue {
+			if c.LastHeartbeatTime.Time.Before(since.Truncate(time.Second)) {
+				return false, fmt.Sprintf("node %s has not reported since %s (its last report, at %s, is from before)",
+					n.Name, since.Format(time.RFC3339), c.LastHeartbeatTime.Format(time.RFC3339))
+			}
 			if n.Spec.Unschedulable {
 				return true, "node is cordoned"
 			}

@@ -72,7 +72,7 @@ func (s *Service) nodeStates(ctx context.Context) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(nodes.Items))
 	for i := range nodes.Items {
-		ready, _ := k3s.NodeReadiness(&nodes.Items[i])
+		ready, _ := k3s.NodeReadiness(&nodes.Items[i], time.Time{}) // other nodes: the cluster's view
 		out[nodes.Items[i].Name] = api.NodeNotReady
 		if ready {
 			out[nodes.Items[i].Name] = api.NodeReady

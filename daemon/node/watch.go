@@ -25,7 +25,7 @@ func (n *Node) watch(what, waiting string, load func(k3s.Paths) (*rest.Config, e
 			st := k3s.NodeState{Reason: waiting}
 			if cs := client(); cs != nil {
 				pctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-				st = k3s.Probe(pctx, cs, n.cfg.NodeName)
+				st = k3s.Probe(pctx, cs, n.cfg.NodeName, n.started)
 				cancel()
 			}
 			if st.PodCIDR != "" {
