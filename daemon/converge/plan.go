@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/osdcloud/osd/bootstrap"
 	"github.com/osdcloud/osd/bootstrap/preflight"
@@ -41,6 +44,9 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 				return started, "", err
 			}
 			info, err := hypervisor.CheckLibvirt(ctx, hypervisor.DefaultLibvirtSocket)
+			if err == nil && started {
+				restartCompute(ctx, st)
+			}
 			return started, fmt.Sprintf("libvirt %s, QEMU %s, domain types %v", info.LibVersion, info.HypervisorVersion, info.DomainTypes), err
 		}},
 		{Name: "volume-group", Run: func(ctx context.Context) (bool, string, error) {
@@ -107,4 +113,26 @@ func External(ctx context.Context, st *state.State) (netsetup.ExternalNetwork, e
 // VGSpec is the loop-backed volume group of cfg.
 func VGSpec(cfg state.Config) hypervisor.VGSpec {
 	return hypervisor.VGSpec{Name: "cinder-volumes", BackingFile: filepath.Join(cfg.StateDir, "cinder-volumes.img"), SizeBytes: cfg.VolumeGroupBytes}
+}
+
+// restartCompute deletes this node's nova-compute pod when libvirtd was (re)started while
+// Kubernetes runs (a retry at boot, after libvirt failed first): the pod, crashing without
+// libvirt and backing off for minutes, starts again at once and compute follows.
+func restartCompute(ctx context.Context, st *state.State) {
+	if !st.Node.Running() {
+		return
+	}
+	cs, err := st.Node.Admin()
+	if err != nil {
+		return
+	}
+	err = cs.CoreV1().Pods("openstack").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=nova,app.kubernetes.io/component=compute",
+		FieldSelector: "spec.nodeName=" + st.Cfg.NodeName,
+	})
+	if err != nil {
+		slog.Warn("restart nova-compute after libvirt started", "err", err)
+		return
+	}
+	slog.Info("libvirt started while Kubernetes ran: restarted nova-compute on this node")
 }
