@@ -140,6 +140,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	close(d.ready)
+	d.notifyServiceManager(ctx)
 	slog.Info("osd daemon listening", "socket", d.cfg.Socket, "state_dir", d.cfg.StateDir, "version", api.Version)
 	d.status.Store(api.StateRunning)
 	if err := d.conv.ResumeAtStart(ctx); err != nil {
@@ -201,7 +202,7 @@ func (d *Daemon) stop() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if d.st != nil {
-			errs = append(errs, d.st.Node.StopWorkloads(ctx, d.cfg.KeepWorkloads))
+			errs = append(errs, d.st.Node.StopWorkloads(ctx, d.keepWorkloads()))
 		}
 		d.undoMu.Lock()
 		for i := len(d.undo) - 1; i >= 0; i-- {

@@ -1,5 +1,11 @@
 package preflight
 
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+)
+
 const (
 	kib = int64(1) << 10
 	gib = int64(1) << 30
@@ -29,22 +35,37 @@ func DefaultPorts() []int {
 	return []int{6443, 6444, 8443, 10248, 10249, 10250, 10256, 10257, 10259}
 }
 
-// DefaultPackages are the Debian packages osd runs on the host: the container
-// runtime pieces k3s uses (runc, containerd's shim, CNI plugins, iptables),
-// Open vSwitch, libvirt with QEMU for nova-compute, and the LVM tools.
-func DefaultPackages() []string {
-	return []string{
-		"containerd", "containernetworking-plugins", "iptables", "runc",
-		"openvswitch-switch",
-		"libvirt-daemon-system", "qemu-system-x86",
-		"lvm2",
-	}
-}
+// packagesTxt is the one list of the Debian packages osd needs on a host; the .deb's
+// Depends and Recommends and test/deps.sh read the same file.
+//
+//go:embed packages.txt
+var packagesTxt string
 
-// DefaultOptionalPackages are needed only in some setups: mmdebstrap builds
-// the service images when no airgap bundle provides them.
-func DefaultOptionalPackages() []string {
-	return []string{"mmdebstrap"}
+// DefaultPackages are the Debian packages osd runs on the host (the "depends" lines of
+// packages.txt): the container runtime pieces k3s uses, Open vSwitch, libvirt with QEMU
+// for nova-compute, the LVM tools, and what osd launch uses to reach a server.
+func DefaultPackages() []string { return HostPackages(packagesTxt)["depends"] }
+
+// DefaultOptionalPackages are needed only in some setups (the "recommends" lines):
+// mmdebstrap builds the service images when no airgap bundle provides them.
+func DefaultOptionalPackages() []string { return HostPackages(packagesTxt)["recommends"] }
+
+// HostPackages parses a package list: "depends NAME" or "recommends NAME" a line, # to
+// the end of a line is a comment. A malformed line panics: the list is built in.
+func HostPackages(txt string) map[string][]string {
+	out := map[string][]string{}
+	for i, line := range strings.Split(txt, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 || (f[0] != "depends" && f[0] != "recommends") {
+			panic(fmt.Sprintf("packages.txt line %d: %q: want \"depends NAME\" or \"recommends NAME\"", i+1, line))
+		}
+		out[f[0]] = append(out[f[0]], f[1])
+	}
+	return out
 }
 
 // DefaultRequirements are sized for a single-node cloud (k3s ~0.7 GiB,

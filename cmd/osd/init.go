@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -164,43 +161,6 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// startDaemon starts the daemon: through systemd when osd's unit is installed, else as a
-// detached process of its own session, logging to STATE/logs/daemon.log.
-func startDaemon(g *globals) error {
-	if _, err := os.Stat("/run/systemd/system"); err == nil && g.stateDir == client.DefaultStateDir {
-		if out, err := exec.Command("systemctl", "cat", "osd.service").CombinedOutput(); err == nil && len(out) > 0 {
-			if out, err := exec.Command("systemctl", "start", "osd.service").CombinedOutput(); err != nil {
-				return fmt.Errorf("systemctl start osd: %w: %s", err, strings.TrimSpace(string(out)))
-			}
-			return nil
-		}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	logDir := filepath.Join(g.stateDir, "logs")
-	if err := os.MkdirAll(logDir, 0o700); err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(filepath.Join(logDir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	args := []string{"daemon", "--state-dir", g.stateDir, "--run-dir", g.runDir}
-	if g.socket != "" {
-		args = append(args, "--socket", g.socket)
-	}
-	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start osd daemon: %w", err)
-	}
-	return cmd.Process.Release()
 }
 
 // progress prints one line per step with its duration; on a terminal it animates the

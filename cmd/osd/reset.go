@@ -5,15 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/reset"
 	"github.com/osdcloud/osd/daemon/state"
 )
@@ -63,34 +59,5 @@ func runReset(ctx context.Context, g *globals) error {
 		return fmt.Errorf("reset incomplete (re-run osd reset): %w", err)
 	}
 	fmt.Println("osd reset: done")
-	return nil
-}
-
-// stopDaemon stops a running daemon: through systemd when it runs the daemon, else by
-// SIGTERM to the lock holder, escalating to SIGKILL after two minutes.
-func stopDaemon(g *globals) error {
-	if _, err := os.Stat("/run/systemd/system"); err == nil && g.stateDir == client.DefaultStateDir {
-		if exec.Command("systemctl", "is-active", "--quiet", "osd.service").Run() == nil {
-			if out, err := exec.Command("systemctl", "stop", "osd.service").CombinedOutput(); err != nil {
-				return fmt.Errorf("systemctl stop osd: %w: %s", err, strings.TrimSpace(string(out)))
-			}
-		}
-	}
-	pid, held := client.LockHolder(g.stateDir)
-	if !held {
-		return nil
-	}
-	fmt.Printf("stopping osd daemon (pid %d)\n", pid)
-	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if _, held := client.LockHolder(g.stateDir); !held {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	fmt.Printf("osd daemon did not stop in 2 minutes; killing it\n")
-	syscall.Kill(pid, syscall.SIGKILL)
-	time.Sleep(time.Second)
 	return nil
 }
