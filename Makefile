@@ -7,7 +7,17 @@ export GOTOOLCHAIN := local
 export GOFLAGS := -mod=mod -buildvcs=false
 
 TAGS := ctrd netcgo osusergo providerless urfave_cli_no_docs sqlite_omit_load_extension apparmor seccomp no_cri_dockerd
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# osd's version: the tag vX.Y.Z, or vX.Y.Z-N-gHASH N commits after it (v0.0.0-N-gHASH before
+# the first tag), -dirty with uncommitted changes. It only grows along the history, so a
+# package built from a later commit upgrades one built from an earlier one.
+VERSION ?= $(shell git describe --tags --dirty --match 'v[0-9]*' 2>/dev/null || \
+	{ n=$$(git rev-list --count HEAD) && h=$$(git rev-parse --short=7 HEAD) && \
+	  echo "v0.0.0-$$n-g$$h$$(git diff --quiet HEAD -- 2>/dev/null || echo -dirty)"; } 2>/dev/null || echo v0.0.0-dev)
+# The same in Debian's syntax (and the snap's): 0.0.0+N.gHASH, no revision (native).
+PKG_VERSION := $(shell echo '$(VERSION)' | sed -e 's/^v//' -e 's/-\([0-9]*\)-g/+\1.g/' -e 's/-dirty$$/.dirty/' -e 's/-dev$$/+dev/')
+PKG_MAINTAINER ?= $(shell git log --reverse --format='%an <%ae>' 2>/dev/null | head -1)
+export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
+DIST := dist
 LDFLAGS := -s -w \
 	-X github.com/k3s-io/k3s/pkg/version.UpstreamGolang=$(shell $(GO) env GOVERSION) \
 	-X github.com/osdcloud/osd/daemon/api.Version=$(VERSION)
@@ -16,12 +26,25 @@ GOTEST := $(GO) test -tags "$(TAGS)"
 
 STATE_DIR ?= /var/lib/osd
 
-.PHONY: build test unit integration up bench e2e fuzz clean deps
+.PHONY: build test unit integration up bench e2e fuzz clean deps deb snap packages print-pkg-version
 build:
 	$(GOBUILD) -o bin/osd ./cmd/osd
 
 deps:
 	./test/deps.sh
+
+# Packages (dist/): the .deb, built with dpkg-dev and checked by the tests with lintian, and
+# the snap, a squashfs made with squashfs-tools (checked with snap pack where snapd is).
+deb: build
+	snap/deb/build.sh '$(PKG_VERSION)' bin/osd $(DIST) '$(PKG_MAINTAINER)'
+
+snap: build
+	snap/local/build.sh '$(PKG_VERSION)' bin/osd $(DIST)
+
+packages: deb snap
+
+print-pkg-version:
+	@echo '$(PKG_VERSION)'
 
 # Unit tests first (fast, no root needed), then the integration suites that start the real
 # daemon, k3s, OVS and libvirt. OSD_BIN points the integration tests at the built binary.
@@ -52,4 +75,4 @@ fuzz:
 	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundleEntry$$' -fuzztime $(FUZZTIME) ./bootstrap/images/
 
 clean:
-	rm -rf bin test-output.txt bench-output.txt
+	rm -rf bin $(DIST) test-output.txt bench-output.txt
