@@ -47,9 +47,14 @@ func EnsureSharedNetnsDir() error {
 	return nil
 }
 
+// mountInfo is this thread's mount table. /proc/self names the thread group leader, whose mount
+// namespace differs from the calling thread's when that thread unshared its own (a locked
+// thread in a test or a helper): the table has to be the one the mount calls act on.
+const mountInfo = "/proc/thread-self/mountinfo"
+
 // isMountPoint reports whether path is the mount point of a mount in this mount namespace.
 func isMountPoint(path string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open(mountInfo)
 	if err != nil {
 		return false, fmt.Errorf("read mount table: %w", err)
 	}
@@ -98,7 +103,7 @@ type mountEntry struct {
 }
 
 func readMounts() ([]mountEntry, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open(mountInfo)
 	if err != nil {
 		return nil, fmt.Errorf("read mount table: %w", err)
 	}
