@@ -28,6 +28,7 @@ func BenchmarkOpenStack(b *testing.B) {
 	if os.Getenv("OSD_BENCH") == "" {
 		b.Skip("set OSD_BENCH=1 as well (make bench)")
 	}
+	hostToItself(b) // a fresh deployment of its own, not the shared cloud
 	n := newNode(b)
 	n.start()
 	t0 := time.Now()

@@ -18,6 +18,7 @@ func BenchmarkDaemon(b *testing.B) {
 	if os.Getenv("OSD_BENCH") == "" {
 		b.Skip("set OSD_BENCH=1 (make bench) to run the daemon benchmark")
 	}
+	hostToItself(b)
 	n := newNode(b)
 	n.start()
 	t0 := time.Now()

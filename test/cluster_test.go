@@ -296,6 +296,9 @@ func (k kubeNode) ready() bool {
 // twoNodes brings up node 1 (osd init --kubernetes-only, its daemon started with
 // n1flags) and node 2 (daemon only), each in its own namespaces, connected by a veth pair.
 func twoNodes(t testing.TB, n1flags ...string) (*nsNode, *nsNode) {
+	// The nodes have namespaces of their own, but share the host's CPUs, kernel settings and
+	// cgroups: they run before the shared cloud (or, in a benchmark, after its teardown).
+	hostToItself(t)
 	bin := osdBin(t)
 	n1 := newNSNode(t, bin, "osdt-n1", "10.99.0.1")
 	n2 := newNSNode(t, bin, "osdt-n2", "10.99.0.2")

@@ -25,6 +25,7 @@ import (
 // host and checks that nothing osd made is left.
 func TestDaemonLifecycle(t *testing.T) {
 	requireRoot(t)
+	hostToItself(t)
 	fwdBefore, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	n := newNode(t)
 	n.start("--https-address", "127.0.0.1:18443")

@@ -19,6 +19,8 @@ packages=(
 	mmdebstrap busybox-static ca-certificates
 	# test guests: a Debian kernel for TCG boots; the OpenStack client for the end-to-end checks
 	linux-image-cloud-amd64 cpio python3-openstackclient python3-heatclient iputils-ping curl
+	# logging into test guests over SSH; config drives made as Nova makes them (guest boot test)
+	openssh-client genisoimage
 	# Horizon checked in a headless browser by the end-to-end test
 	chromium
 )

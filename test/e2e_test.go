@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,70 +55,30 @@ func (n *node) openstack(args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestOpenStackE2E deploys the whole cloud with osd init, kills the daemon in the middle
-// of the deployment, restarts it and re-runs osd init, and checks that the cloud converged
-// with nothing duplicated, that Debian's openstack client gets a token with the written
-// clouds.yaml, that servers boot and answer on their floating IPs (checkCloud), and that a
-// further osd init changes no release.
+// TestOpenStackE2E is the end-to-end test: it deploys the shared cloud (osd init killed in
+// the middle of the deployment, the daemon restarted, osd init again: sharedCloud), then
+// runs every registered group against it as a subtest, checks first, audits next,
+// destructive groups last (registerE2E). One subtest runs alone with
+// -run 'TestOpenStackE2E/NAME' (the deployment always runs).
 func TestOpenStackE2E(t *testing.T) {
-	requireE2E(t)
-	n := newNode(t)
-	n.start()
-	t0 := time.Now()
+	n := sharedCloud(t)
+	runGroups(t, n)
+}
 
-	// First init, killed (SIGKILL) once a Helm release of the deployment exists.
-	first := exec.Command(n.bin, append(n.globalArgs(), "init")...)
-	firstOut := &strings.Builder{}
-	first.Stdout, first.Stderr = firstOut, firstOut
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	deadline := time.Now().Add(45 * time.Minute)
-	for time.Now().Before(deadline) && !killed {
-		var dep deploy.DeploymentStatus
-		if n.query("deployment", &dep) == nil && len(dep.Children) > 0 {
-			installing := false
-			for _, ch := range dep.Children {
-				installing = installing || ch.Revision > 0
-			}
-			if installing {
-				t.Logf("killing the daemon mid-deployment after %s: %v", time.Since(t0).Round(time.Second), summarize(dep))
-				n.cmd.Process.Signal(syscall.SIGKILL)
-				<-n.exited
-				n.cmd = nil
-				killed = true
-			}
-		}
-		time.Sleep(time.Second)
-	}
-	if !killed {
-		first.Process.Kill()
-		t.Fatalf("the deployment never started within the deadline:\n%s", firstOut)
-	}
-	if err := first.Wait(); err == nil {
-		t.Errorf("osd init succeeded although its daemon was killed:\n%s", firstOut)
-	}
+func init() {
+	registerE2E("keystone glance placement", stageCheck, checkKeystoneGlance)
+	registerE2E("servers", stageCheck, checkServer)
+	registerE2E("osd launch", stageCheck, checkLaunch)
+	registerE2E("heat", stageCheck, checkHeat)
+	registerE2E("horizon", stageCheck, checkHorizonInstance)
+	registerE2E("nothing left behind", stageAudit, auditLeftovers)
+	registerE2E("re-run changes nothing", stageAudit, auditRerun)
+}
 
-	// The restarted daemon converges by itself (the host was initialized); osd init follows.
-	n.start()
-	t1 := time.Now()
-	out, err := n.osd("init", "--timeout", "60m") // the whole cloud on 2 shared cores: 5 to 40 minutes measured
-	if err != nil {
-		t.Fatalf("osd init after the kill: %v\n%s", err, out)
-	}
-	t.Logf("osd init after the kill converged in %s (total %s):\n%s", time.Since(t1).Round(time.Second), time.Since(t0).Round(time.Second), out)
-
-	var dep deploy.DeploymentStatus
-	if err := n.query("deployment", &dep); err != nil {
-		t.Fatal(err)
-	}
-	for _, svc := range []string{"coredns", "mariadb", "rabbitmq", "memcached", "keystone", "glance", "placement", "ovn", "neutron", "nova", "heat", "horizon"} {
-		if ch, ok := dep.Children[svc]; !ok || ch.State != deploy.StateReady {
-			t.Errorf("release %s = %+v, want ready", svc, ch)
-		}
-	}
-
+// checkKeystoneGlance: Debian's openstack client gets a token with the written clouds.yaml
+// (0600), Glance stores an image and gives it back identical, Placement answers through
+// the catalog, and the re-converge after the kill duplicated no user or endpoint.
+func checkKeystoneGlance(t *testing.T, n *node) {
 	t.Run("token issue with the written clouds.yaml", func(t *testing.T) {
 		st, err := os.Stat(filepath.Join(n.stateDir, "clouds.yaml"))
 		if err != nil {
@@ -188,29 +147,31 @@ func TestOpenStackE2E(t *testing.T) {
 			t.Errorf("identity endpoints = %v, want one admin, internal and public", lines)
 		}
 	})
+}
 
-	checkCloud(t, n)
-
-	t.Run("re-run changes nothing", func(t *testing.T) {
-		before := revisions(dep)
-		t0 := time.Now()
-		out, err := n.osd("init")
-		if err != nil {
-			t.Fatalf("osd init (re-run): %v\n%s", err, out)
-		}
-		took := time.Since(t0)
-		var after deploy.DeploymentStatus
-		if err := n.query("deployment", &after); err != nil {
-			t.Fatal(err)
-		}
-		if got := revisions(after); got != before {
-			t.Errorf("release revisions after a re-run = %s, want unchanged %s", got, before)
-		}
-		if strings.Contains(out, ": changed") {
-			t.Errorf("re-run changed something:\n%s", out)
-		}
-		t.Logf("no-op osd init on the converged cloud took %s", took.Round(time.Millisecond))
-	})
+// auditRerun: osd init on the converged cloud, after every check group, reports no
+// change, and no Helm release has a revision it did not have right after the deployment.
+func auditRerun(t *testing.T, n *node) {
+	shared.mu.Lock()
+	deployed := shared.releases
+	shared.mu.Unlock()
+	t0 := time.Now()
+	out, err := n.osd("init")
+	if err != nil {
+		t.Fatalf("osd init (re-run): %v\n%s", err, out)
+	}
+	took := time.Since(t0)
+	var after deploy.DeploymentStatus
+	if err := n.query("deployment", &after); err != nil {
+		t.Fatal(err)
+	}
+	if got := revisions(after); got != deployed {
+		t.Errorf("release revisions after the checks and a re-run = %s, want unchanged since the deployment: %s", got, deployed)
+	}
+	if strings.Contains(out, ": changed") {
+		t.Errorf("re-run changed something:\n%s", out)
+	}
+	t.Logf("no-op osd init on the converged cloud took %s", took.Round(time.Millisecond))
 }
 
 func revisions(dep deploy.DeploymentStatus) string {

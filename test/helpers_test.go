@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,34 +56,71 @@ func requireRoot(t testing.TB) {
 
 // node is one osd daemon under test, with its own state and run dirs.
 type node struct {
-	t        testing.TB
+	t        testing.TB // nil for the shared cloud's node (it outlives every test)
 	bin      string
+	base     string // holds stateDir and runDir
 	stateDir string
 	runDir   string
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	log      *bytes.Buffer
+	log      *lockedBuffer
 }
 
+// newNode makes a node for one test: the test's cleanup stops its daemon and resets the host.
 func newNode(t testing.TB) *node {
 	t.Helper()
-	base, err := os.MkdirTemp("", "osd-test-")
+	n, err := makeNode(osdBin(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{t: t, bin: osdBin(t), stateDir: filepath.Join(base, "state"), runDir: filepath.Join(base, "run"), log: &bytes.Buffer{}}
+	n.t = t
 	t.Cleanup(func() {
 		n.stop(2 * time.Minute)
 		if t.Failed() {
 			n.dumpLogs()
 		}
-		out, err := n.osd("reset", "--yes")
-		if err != nil {
-			t.Errorf("cleanup: osd reset: %v\n%s", err, out)
+		if err := n.reset(); err != nil {
+			t.Errorf("cleanup: %v", err)
 		}
-		os.RemoveAll(base)
 	})
 	return n
+}
+
+// makeNode makes a node with fresh state and run dirs under a new temporary base dir.
+func makeNode(bin string) (*node, error) {
+	base, err := os.MkdirTemp("", "osd-test-")
+	if err != nil {
+		return nil, err
+	}
+	return &node{bin: bin, base: base, stateDir: filepath.Join(base, "state"), runDir: filepath.Join(base, "run"), log: &lockedBuffer{}}, nil
+}
+
+// reset runs osd reset on the node's dirs and removes its base dir.
+func (n *node) reset() error {
+	out, err := n.osd("reset", "--yes")
+	os.RemoveAll(n.base)
+	if err != nil {
+		return fmt.Errorf("osd reset: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// lockedBuffer is a bytes.Buffer safe for the daemon's output copier and readers at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (n *node) globalArgs() []string {
@@ -110,15 +148,23 @@ func (n *node) osd(args ...string) (string, error) {
 // start runs `osd daemon` in the background.
 func (n *node) start(extra ...string) {
 	n.t.Helper()
+	if err := n.startDaemon(extra...); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// startDaemon runs `osd daemon` in the background, in its own process group.
+func (n *node) startDaemon(extra ...string) error {
 	cmd := exec.Command(n.bin, append(append(n.globalArgs(), "daemon"), extra...)...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		n.t.Fatalf("start daemon: %v", err)
+		return fmt.Errorf("start daemon: %w", err)
 	}
 	n.cmd = cmd
 	n.exited = make(chan struct{})
 	go func() { cmd.Wait(); close(n.exited) }()
+	return nil
 }
 
 // stop sends SIGTERM and waits; it reports whether the daemon exited in time.
@@ -194,14 +240,19 @@ func (n *node) kubectl(args ...string) (string, error) {
 	return n.osd(append([]string{"kubectl"}, args...)...)
 }
 
-func (n *node) dumpLogs() {
-	n.t.Logf("daemon output:\n%s", tail(n.log.String(), 60))
-	if b, err := os.ReadFile(filepath.Join(n.stateDir, "logs", "k3s.log")); err == nil {
-		n.t.Logf("k3s.log (tail):\n%s", tail(string(b), 80))
+func (n *node) dumpLogs() { n.t.Log(n.logTails()) }
+
+// logTails is the end of the daemon's output and of its k3s and containerd logs.
+func (n *node) logTails() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "daemon output:\n%s\n", tail(n.log.String(), 60))
+	if l, err := os.ReadFile(filepath.Join(n.stateDir, "logs", "k3s.log")); err == nil {
+		fmt.Fprintf(&b, "k3s.log (tail):\n%s\n", tail(string(l), 80))
 	}
-	if b, err := os.ReadFile(filepath.Join(n.stateDir, "logs", "containerd.log")); err == nil {
-		n.t.Logf("containerd.log (tail):\n%s", tail(string(b), 40))
+	if l, err := os.ReadFile(filepath.Join(n.stateDir, "logs", "containerd.log")); err == nil {
+		fmt.Fprintf(&b, "containerd.log (tail):\n%s\n", tail(string(l), 40))
 	}
+	return b.String()
 }
 
 func tail(s string, lines int) string {

@@ -54,6 +54,11 @@ func Observe(ctx context.Context, c *Client, want Desired) (Observed, error) {
 			obs.SecurityGroup = &sgs[0]
 		}
 	}
+	if want.Keypair != nil {
+		if obs.Keypairs, err = c.ListKeypairs(ctx); err != nil {
+			return obs, fmt.Errorf("observe keypairs: %w", err)
+		}
+	}
 	if want.Images != nil {
 		for _, n := range []string{want.Images.Kernel, want.Images.Ramdisk, want.Images.Machine} {
 			ims, err := c.ListImages(ctx, n)
@@ -197,6 +202,13 @@ func (a *applier) apply(ctx context.Context, op Op) error {
 		return a.upload(ctx, op)
 	case OpDeleteImage:
 		return c.DeleteImage(ctx, op.ID)
+	case OpCreateKeypair:
+		return c.ImportKeypair(ctx, a.want.Keypair.Name, a.want.Keypair.PublicKey)
+	case OpReplaceKeypair:
+		if err := c.DeleteKeypair(ctx, a.want.Keypair.Name); err != nil {
+			return err
+		}
+		return c.ImportKeypair(ctx, a.want.Keypair.Name, a.want.Keypair.PublicKey)
 	}
 	return fmt.Errorf("unknown op kind %q", op.Kind)
 }

@@ -69,6 +69,9 @@ type ServerRequest struct {
 	ImageID   string
 	FlavorID  string
 	NetworkID string
+	KeyName   string // keypair, "" for none
+	// ConfigDrive asks for a config drive (the metadata on a disk, label config-2).
+	ConfigDrive bool
 }
 
 // CreateServer asks Nova for a server; it answers with its ID at once.
@@ -76,10 +79,17 @@ func (c *Client) CreateServer(ctx context.Context, r ServerRequest) (Server, err
 	var out struct {
 		Server Server `json:"server"`
 	}
-	body := map[string]any{"server": map[string]any{
+	server := map[string]any{
 		"name": r.Name, "imageRef": r.ImageID, "flavorRef": r.FlavorID,
 		"networks": []map[string]string{{"uuid": r.NetworkID}},
-	}}
+	}
+	if r.KeyName != "" {
+		server["key_name"] = r.KeyName
+	}
+	if r.ConfigDrive {
+		server["config_drive"] = true
+	}
+	body := map[string]any{"server": server}
 	if err := c.do(ctx, "POST", compute, "servers", nil, body, &out); err != nil {
 		return Server{}, err
 	}

@@ -25,9 +25,9 @@ func ForCatalog(want Desired, catalog []CatalogEntry) (Desired, []string) {
 		has[s.Type] = true
 	}
 	var skipped []string
-	if !has["compute"] && len(want.Flavors) > 0 {
-		want.Flavors = nil
-		skipped = append(skipped, "flavors (no compute service)")
+	if !has["compute"] && (len(want.Flavors) > 0 || want.Keypair != nil) {
+		want.Flavors, want.Keypair = nil, nil
+		skipped = append(skipped, "flavors, keypair (no compute service)")
 	}
 	if !has["network"] {
 		want.External, want.Tenant, want.Router, want.SecurityGroup, want.Rules = nil, NetworkSpec{}, "", "", nil
@@ -44,6 +44,7 @@ func ForCatalog(want Desired, catalog []CatalogEntry) (Desired, []string) {
 type DayOneConfig struct {
 	Credentials     Credentials
 	CacheDir        string // the guest image cache (guest.Options.CacheDir)
+	KeyFile         string // osd's private key for DefaultKeyName (made if missing); "" for no keypair
 	ExternalCIDR    string // default 172.24.4.0/24
 	ExternalGateway string // default 172.24.4.1
 	NoExternal      bool   // the external network is a host NIC osd does not know the subnet of
@@ -72,6 +73,16 @@ func EnsureDayOne(ctx context.Context, cfg DayOneConfig) (changed bool, detail s
 	c, err := Authenticate(ctx, cfg.Credentials)
 	if err != nil {
 		return false, "", err
+	}
+	if cfg.KeyFile != "" {
+		pub, created, err := EnsureKeyFile(cfg.KeyFile)
+		if err != nil {
+			return false, "", err
+		}
+		if created {
+			progress("keypair " + DefaultKeyName + ": private key made in " + cfg.KeyFile)
+		}
+		want.Keypair = &KeypairSpec{Name: DefaultKeyName, PublicKey: pub}
 	}
 	if _, err := c.Endpoint("image"); err == nil {
 		progress("guest image: building or checking the cache")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,7 +206,12 @@ func TestDevCloudLaunch(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	res, err := Launcher{Client: c, Probe: HostNetwork{}}.Launch(ctx, req, func(s string) { t.Logf("%s %s", time.Since(start).Round(100*time.Millisecond), s) })
+	l := Launcher{Client: c, Probe: HostNetwork{}, KeyFile: KeyFile("/var/lib/osd"), KnownHosts: filepath.Join(t.TempDir(), "known_hosts")}
+	tg, err := l.Resolve(ctx, req)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	res, err := l.Launch(ctx, tg, func(s string) { t.Logf("%s %s", time.Since(start).Round(100*time.Millisecond), s) })
 	t.Logf("result: %+v", res)
 	if err != nil {
 		if out, cerr := c.ConsoleOutput(context.Background(), res.ID, 40); cerr == nil {
@@ -216,21 +222,26 @@ func TestDevCloudLaunch(t *testing.T) {
 	if !res.Reachable || res.FloatingIP == "" || res.FixedIP == "" {
 		t.Errorf("Launch() = %+v, want reachable with fixed and floating IPs", res)
 	}
-	// The security group lets TCP 22 in; the guest answers it with a banner.
+	// The security group lets TCP 22 in; the guest's SSH server answers it.
 	var banner []byte
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
 		conn, err := net.DialTimeout("tcp", net.JoinHostPort(res.FloatingIP, "22"), 3*time.Second)
 		if err == nil {
 			conn.SetDeadline(time.Now().Add(5 * time.Second))
-			banner, err = io.ReadAll(conn)
+			banner = make([]byte, 64)
+			n, rerr := conn.Read(banner)
+			banner, err = banner[:n], rerr
 			conn.Close()
 		}
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
 	}
-	if !strings.Contains(string(banner), "TCP works") {
-		t.Errorf("TCP %s:22 answered %q, want the guest's banner", res.FloatingIP, banner)
+	if !strings.HasPrefix(string(banner), "SSH-2.0-dropbear") {
+		t.Errorf("TCP %s:22 answered %q, want the guest's SSH server", res.FloatingIP, banner)
+	}
+	if res.SSHIn == "" {
+		t.Errorf("Launch() = %+v, want an SSH login", res)
 	}
 	out, err := c.ConsoleOutput(ctx, res.ID, 0)
 	if err != nil || !strings.Contains(out, "osd-guest: eth0 "+res.FixedIP+"/") {

@@ -2,79 +2,45 @@ package cloud
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/osdcloud/osd/bootstrap/images/guest"
+	"github.com/osdcloud/osd/daemon/api"
 )
 
-// LaunchRequest is what osd launch asks for; empty fields take the day-one defaults.
-type LaunchRequest struct {
-	Name    string `json:"name,omitempty"`    // default osd-test-<random>
-	Flavor  string `json:"flavor,omitempty"`  // default m1.tiny
-	Image   string `json:"image,omitempty"`   // default osd-test
-	Network string `json:"network,omitempty"` // default osd-net
-	NoWait  bool   `json:"no_wait,omitempty"` // return once Nova accepted the server
-}
-
-// WithDefaults fills the empty fields (a random name from crypto/rand).
-func (r LaunchRequest) WithDefaults() LaunchRequest {
-	if r.Name == "" {
-		b := make([]byte, 3)
-		rand.Read(b)
-		r.Name = "osd-test-" + hex.EncodeToString(b)
-	}
-	if r.Flavor == "" {
-		r.Flavor = TinyFlavorName
-	}
-	if r.Image == "" {
-		r.Image = MachineImageName
-	}
-	if r.Network == "" {
-		r.Network = TenantNetworkName
-	}
-	return r
-}
-
 // LaunchResult says what was launched and how to reach it.
-type LaunchResult struct {
-	Name       string   `json:"name"`
-	ID         string   `json:"id"`
-	Status     string   `json:"status"`
-	Host       string   `json:"host,omitempty"`
-	FixedIP    string   `json:"fixed_ip,omitempty"`
-	FloatingIP string   `json:"floating_ip,omitempty"`
-	Reachable  bool     `json:"reachable"`
-	Reach      string   `json:"reach,omitempty"`       // how to reach it
-	ConsoleURL string   `json:"console_url,omitempty"` // noVNC, when Nova gives one
-	Diagnosis  []string `json:"diagnosis,omitempty"`   // why it is not reachable
-	ActiveIn   string   `json:"active_in,omitempty"`   // create -> ACTIVE
-	PingIn     string   `json:"ping_in,omitempty"`     // create -> first ping answer
-	Metadata   string   `json:"metadata,omitempty"`    // what the guest got from the metadata service
-}
+type LaunchResult = api.LaunchResult
 
 // HostProbe is how Launch checks reachability from the host (real
 // implementations in HostNetwork; tests may substitute).
 type HostProbe interface {
 	Ping(ctx context.Context, ip string) error  // one echo request, 1 s timeout
 	Route(ctx context.Context, ip string) error // nil when the host has a route to ip
+	// SSH logs in to ip as user with key, accepting only hostKey, and runs command.
+	SSH(ctx context.Context, ip, user string, key ssh.Signer, hostKey ssh.PublicKey, command string) (string, error)
 }
 
 // Launcher launches test servers.
 type Launcher struct {
 	Client *Client
 	Probe  HostProbe
+	// KeyFile is the private key of DefaultKeyName (KeyFile(stateDir)) and KnownHosts the
+	// file where the test guests' host keys are recorded: with both, Launch logs in to a
+	// server of the test image over SSH and says the ssh command that does it.
+	KeyFile, KnownHosts string
 	// ActiveTimeout and PingTimeout bound the waits (defaults 5 min and 3 min: TCG is slow).
 	ActiveTimeout, PingTimeout time.Duration
 	// Poll is the pause between status checks and pings (default 2 s).
 	Poll time.Duration
 	// MetadataTimeout bounds the wait, once the server answers ping, for the guest's
-	// report of the metadata service on its console (default 90 s).
-	MetadataTimeout time.Duration
+	// report of the metadata service on its console (default 90 s), and SSHTimeout the
+	// wait for the first SSH login after that (default 2 min).
+	MetadataTimeout, SSHTimeout time.Duration
 }
 
 func (l Launcher) poll() time.Duration {
@@ -84,52 +50,22 @@ func (l Launcher) poll() time.Duration {
 	return l.Poll
 }
 
-// Launch creates the server, waits until it is ACTIVE, gives it a floating
-// IP from the external network and waits until the host can ping it. When
-// it cannot, the result's Diagnosis says why from what can be observed
-// (and the error says it too).
-func (l Launcher) Launch(ctx context.Context, req LaunchRequest, emit func(string)) (LaunchResult, error) {
+// Launch creates the server tg describes (Resolve made it), waits until it is ACTIVE,
+// gives it a floating IP from the external network and waits until the host can ping
+// it; for the test image it then logs in over SSH with osd's key. When the server is not
+// reachable, the result's Diagnosis says why from what can be observed (and the error
+// says it too).
+func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)) (LaunchResult, error) {
 	c := l.Client
-	req = req.WithDefaults()
-	res := LaunchResult{Name: req.Name}
-	flavors, err := c.ListFlavors(ctx)
-	if err != nil {
-		return res, fmt.Errorf("list flavors: %w", err)
-	}
-	fl, n := findFlavor(flavors, req.Flavor)
-	if n == 0 {
-		return res, fmt.Errorf("no flavor %s (osd init's day-one step makes m1.tiny to m1.large)", req.Flavor)
-	}
-	ims, err := c.ListImages(ctx, req.Image)
-	if err != nil {
-		return res, fmt.Errorf("list images: %w", err)
-	}
-	var img Image
-	for _, im := range sortedImages(ims) {
-		if im.Status == "active" {
-			img = im
-			break
-		}
-	}
-	if img.ID == "" {
-		return res, fmt.Errorf("no active image %s (osd init's day-one step uploads osd-test)", req.Image)
-	}
-	nets, err := c.ListNetworks(ctx, req.Network)
-	if err != nil {
-		return res, fmt.Errorf("list networks: %w", err)
-	}
-	if len(nets) == 0 {
-		return res, fmt.Errorf("no network %s (osd init's day-one step makes osd-net)", req.Network)
-	}
-	tenant := nets[0]
-
+	req, fl, img, tenant := tg.Request, tg.Flavor, tg.Image, tg.Network
+	res := LaunchResult{Name: req.Name, Key: req.Key}
 	start := time.Now()
-	srv, err := c.CreateServer(ctx, ServerRequest{Name: req.Name, ImageID: img.ID, FlavorID: fl.ID, NetworkID: tenant.ID})
+	srv, err := c.CreateServer(ctx, ServerRequest{Name: req.Name, ImageID: img.ID, FlavorID: fl.ID, NetworkID: tenant.ID, KeyName: req.Key})
 	if err != nil {
 		return res, fmt.Errorf("create server %s: %w", req.Name, err)
 	}
 	res.ID, res.Status = srv.ID, "BUILD"
-	emit(fmt.Sprintf("server %s (%s): created with %s, image %s, network %s", req.Name, srv.ID, fl.Name, img.Name, tenant.Name))
+	emit(fmt.Sprintf("server %s (%s): created with %s, image %s, network %s, keypair %s", req.Name, srv.ID, fl.Name, img.Name, tenant.Name, req.Key))
 	if req.NoWait {
 		res.Reach = "osd launch returned at once (--no-wait): openstack server show " + srv.ID
 		return res, nil
@@ -187,11 +123,11 @@ func (l Launcher) Launch(ctx context.Context, req LaunchRequest, emit func(strin
 		if err := l.Probe.Ping(ctx, res.FloatingIP); err == nil {
 			res.Reachable = true
 			res.PingIn = time.Since(start).Round(100 * time.Millisecond).String()
-			res.Reach = fmt.Sprintf("ping %s; nc %s 22 (the test guest has no SSH: port 22 answers with a banner, port 80 with HTTP where the security group allows it); console log: openstack console log show %s",
-				res.FloatingIP, res.FloatingIP, srv.ID)
 			emit(fmt.Sprintf("server %s: %s answers ping (%s after create)", req.Name, res.FloatingIP, res.PingIn))
-			res.Metadata = l.metadata(ctx, srv.ID)
+			con := l.guestReport(ctx, srv.ID)
+			res.Metadata = metadataReport(con, srv.ID, l.metadataTimeout())
 			emit(fmt.Sprintf("server %s: metadata service: %s", req.Name, res.Metadata))
+			l.reachBySSH(ctx, &res, tg, con, start, emit)
 			return res, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -283,29 +219,42 @@ func (l Launcher) floatingIP(ctx context.Context, extID, portID string) (Floatin
 	return l.Client.CreateFloatingIP(ctx, extID, portID)
 }
 
-// metadata waits for the guest's report of the metadata service on its console (the test
-// image reads its uuid from http://169.254.169.254 once it has a lease) and says what the
-// guest found.
-func (l Launcher) metadata(ctx context.Context, id string) string {
-	timeout := l.MetadataTimeout
-	if timeout == 0 {
-		timeout = 90 * time.Second
+func (l Launcher) metadataTimeout() time.Duration {
+	if l.MetadataTimeout == 0 {
+		return 90 * time.Second
 	}
-	deadline := time.Now().Add(timeout)
+	return l.MetadataTimeout
+}
+
+// guestReport waits for the guest's report of the metadata service on its console (the
+// test image reads its uuid, hostname and SSH keys from http://169.254.169.254 once it
+// has a lease) and returns what the console says by then.
+func (l Launcher) guestReport(ctx context.Context, id string) guest.Console {
+	deadline := time.Now().Add(l.metadataTimeout())
+	var con guest.Console
 	for {
 		if out, err := l.Client.ConsoleOutput(ctx, id, 0); err == nil {
-			if msg, ok := MetadataFinding(guest.ParseConsole(out), id); ok {
-				return msg
+			con = guest.ParseConsole(out)
+			if _, ok := MetadataFinding(con, id); ok {
+				return con
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "the guest has not reported on it after " + timeout.String() + " (an image other than osd-test says nothing)"
+			return con
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(l.poll()):
 		}
 	}
+}
+
+// metadataReport says what the guest found at the metadata service.
+func metadataReport(con guest.Console, id string, waited time.Duration) string {
+	if msg, ok := MetadataFinding(con, id); ok {
+		return msg
+	}
+	return "the guest has not reported on it after " + waited.String() + " (an image other than osd-test says nothing)"
 }
 
 // MetadataFinding says what a guest's console reports of the metadata service for
@@ -320,116 +269,6 @@ func MetadataFinding(c guest.Console, id string) (string, bool) {
 		return "the guest got no answer from http://169.254.169.254 for a minute (the OVN metadata agent and its haproxy in the network's ovnmeta namespace on the compute node, then Nova's metadata API)", true
 	}
 	return "", false
-}
-
-// diagnose gathers what can be observed about an unreachable server.
-func (l Launcher) diagnose(ctx context.Context, serverID, portID, fip string) []string {
-	c := l.Client
-	var f Facts
-	if srv, err := c.GetServer(ctx, serverID); err == nil {
-		f.ServerStatus = srv.Status
-		if srv.Fault != nil {
-			f.Fault = srv.Fault.Message
-		}
-	}
-	if ports, err := c.ListPorts(ctx, map[string]string{"device_id": serverID}); err == nil {
-		for _, p := range ports {
-			if p.ID == portID {
-				f.PortStatus, f.VIFType, f.PortHost = p.Status, p.VIFType, p.HostID
-				for _, ip := range p.FixedIPs {
-					f.PortSubnets = append(f.PortSubnets, ip.SubnetID)
-				}
-			}
-		}
-	}
-	if out, err := c.ConsoleOutput(ctx, serverID, 0); err == nil {
-		f.ConsoleRead = true
-		f.Console = guest.ParseConsole(out)
-	}
-	if rs, err := c.ListRouters(ctx, ""); err == nil {
-		for _, r := range rs {
-			ports, err := c.ListPorts(ctx, map[string]string{"device_id": r.ID})
-			if err != nil {
-				continue
-			}
-			for _, p := range ports {
-				for _, ip := range p.FixedIPs {
-					if contains(f.PortSubnets, ip.SubnetID) && p.DeviceOwner != "network:router_gateway" {
-						f.RouterFound = true
-						f.RouterName = r.Name
-						f.RouterGateway = r.Gateway != nil && r.Gateway.NetworkID != ""
-					}
-				}
-			}
-		}
-	}
-	if err := l.Probe.Route(ctx, fip); err != nil {
-		f.HostRouteError = err.Error()
-	}
-	return Diagnose(f)
-}
-
-// Facts are what can be observed about a server that does not answer ping.
-type Facts struct {
-	ServerStatus   string
-	Fault          string
-	PortStatus     string // ACTIVE, DOWN, BUILD
-	VIFType        string // binding:vif_type (binding_failed, unbound, ovs, ...)
-	PortHost       string
-	PortSubnets    []string
-	ConsoleRead    bool
-	Console        guest.Console
-	RouterFound    bool // a router has an interface on the server's subnet
-	RouterName     string
-	RouterGateway  bool
-	HostRouteError string // the host has no route to the floating IP
-}
-
-// Diagnose says, most decisive first, why a server does not answer ping (pure).
-func Diagnose(f Facts) []string {
-	var out []string
-	if f.ServerStatus != "" && f.ServerStatus != "ACTIVE" {
-		msg := "server is " + f.ServerStatus
-		if f.Fault != "" {
-			msg += ": " + f.Fault
-		}
-		out = append(out, msg)
-	}
-	switch f.VIFType {
-	case "binding_failed":
-		out = append(out, "port binding failed (binding:vif_type=binding_failed on host "+orNone(f.PortHost)+"): Neutron's OVN driver could not bind the port on that chassis (is ovn-controller running there and its chassis registered with bridge mapping physnet1?)")
-	case "unbound":
-		out = append(out, "port is not bound to a host (binding:vif_type=unbound)")
-	}
-	if f.PortStatus != "" && f.PortStatus != "ACTIVE" && f.VIFType != "binding_failed" {
-		out = append(out, "port is "+f.PortStatus+" (OVN has not reported the logical port up: is ovn-controller on the compute node connected?)")
-	}
-	switch {
-	case !f.ConsoleRead:
-		out = append(out, "console log could not be read")
-	case !f.Console.Started:
-		out = append(out, "the guest's /init never printed its marker on the console (still booting under TCG, or the kernel/ramdisk did not boot: openstack console log show)")
-	case f.Console.NoNIC:
-		out = append(out, "the guest has no eth0 (no virtio NIC or its module did not load)")
-	case f.Console.Address == "":
-		out = append(out, "no DHCP lease in the console log (the guest's udhcpc got no answer: OVN native DHCP for the subnet, the metadata/DHCP port, or the port's flows)")
-	}
-	if !f.RouterFound {
-		out = append(out, "no router has an interface on the server's subnet (floating IPs need one with a gateway on the external network)")
-	} else if !f.RouterGateway {
-		out = append(out, "router "+f.RouterName+" has no gateway on the external network")
-	}
-	if f.HostRouteError != "" {
-		out = append(out, "no route from the host to the floating IP: "+f.HostRouteError)
-	}
-	if len(out) == 0 {
-		msg := "nothing observable is wrong"
-		if f.Console.Address != "" {
-			msg += " (the guest has " + f.Console.Address + ")"
-		}
-		out = append(out, msg+": check the security group allows ICMP, and OVN's NAT for the floating IP (ovn-nbctl lr-nat-list) and the external bridge mapping (physnet1 -> br-ex)")
-	}
-	return out
 }
 
 func orNone(s string) string {

@@ -6,11 +6,18 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
+
+// hostKey is a guest's host key as its console prints it.
+const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv2n5pd0bU4Cq1y6nW3tqyA3Ahl3Zr9dIhUGl0WbW5I"
 
 // fakeCloud answers the Keystone, Nova, Glance and Neutron calls Launch
 // makes, from loopback. It is a fake because Nova and Neutron are not always
@@ -44,16 +51,23 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 			cat = append(cat, CatalogEntry{Type: s.typ, Endpoints: []Endpoint{{Interface: "public", Region: "RegionOne", URL: f.srv.URL + s.path}}})
 		}
 		js(201, map[string]any{"token": map[string]any{"expires_at": time.Now().Add(time.Hour), "project": map[string]string{"id": "p"}, "catalog": cat}})
+	case p == "GET /compute/v2.1/os-keypairs":
+		js(200, map[string]any{"keypairs": []map[string]Keypair{{"keypair": {Name: DefaultKeyName, PublicKey: testPublicKey}}, {"keypair": {Name: "mine"}}}})
 	case p == "GET /compute/v2.1/flavors/detail":
 		js(200, map[string]any{"flavors": []Flavor{{ID: "f1", Name: "m1.tiny", VCPUs: 1, RAM: 256, Disk: 1}}})
 	case p == "GET /image/v2/images":
-		js(200, map[string]any{"images": []Image{{ID: "i1", Name: r.URL.Query().Get("name"), Status: "active"}}})
-	case p == "GET /network/v2.0/networks":
-		nets := []Network{{ID: "n-t", Name: "osd-net"}, {ID: "n-ext", Name: "external", External: true}}
-		if n := r.URL.Query().Get("name"); n != "" {
-			nets = nets[:1]
+		switch name := r.URL.Query().Get("name"); name {
+		case "osd-test", "cirros":
+			js(200, map[string]any{"images": []Image{{ID: "i1", Name: name, Status: "active"}}})
+		case "half-uploaded":
+			js(200, map[string]any{"images": []Image{{ID: "i2", Name: name, Status: "queued"}}})
+		default:
+			js(200, map[string]any{"images": []Image{}})
 		}
-		js(200, map[string]any{"networks": nets})
+	case p == "GET /image/v2/images/6f0e2c1a-1b2c-4d5e-8f90-0a1b2c3d4e5f":
+		js(200, Image{ID: "6f0e2c1a-1b2c-4d5e-8f90-0a1b2c3d4e5f", Name: "by-id", Status: "active"})
+	case p == "GET /network/v2.0/networks":
+		js(200, map[string]any{"networks": []Network{{ID: "n-t", Name: "osd-net"}, {ID: "n-ext", Name: "external", External: true}}})
 	case p == "POST /compute/v2.1/servers":
 		var body map[string]any
 		json.NewDecoder(r.Body).Decode(&body)
@@ -97,6 +111,9 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 type fakeProbe struct {
 	answerAfter int // pings before the first answer; <0: never
 	calls       int
+	sshAfter    int    // SSH attempts refused before the first login; <0: never
+	sshCalls    int    // SSH attempts
+	sshLogin    string // user@ip, host key and command of the login
 }
 
 func (p *fakeProbe) Ping(context.Context, string) error {
@@ -107,6 +124,15 @@ func (p *fakeProbe) Ping(context.Context, string) error {
 	return errors.New("no answer")
 }
 func (p *fakeProbe) Route(context.Context, string) error { return nil }
+
+func (p *fakeProbe) SSH(_ context.Context, ip, user string, _ ssh.Signer, hostKey ssh.PublicKey, command string) (string, error) {
+	p.sshCalls++
+	if p.sshAfter < 0 || p.sshCalls <= p.sshAfter {
+		return "", errors.New("connection refused")
+	}
+	p.sshLogin = user + "@" + ip + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey))) + " " + command
+	return "osd-test-x\n", nil
+}
 
 func TestLaunchAgainstFakeCloud(t *testing.T) {
 	for _, tc := range []struct {
@@ -120,9 +146,13 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 		reachable bool
 		diagnosis string
 		metadata  string
+		ssh       string // the SSH login expected
 	}{
-		{name: "reachable", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 1}, reachable: true,
-			console: "osd-guest: eth0 10.20.0.7/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata uuid s1\n", metadata: "the guest read its own uuid"},
+		{name: "reachable", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 1, sshAfter: 2}, reachable: true,
+			console:  "osd-guest: ssh host key " + hostKey + "\nosd-guest: eth0 10.20.0.7/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata uuid s1\n",
+			metadata: "the guest read its own uuid", ssh: "osd@172.24.4.150 " + hostKey + " hostname"},
+		{name: "reachable, ssh never answers", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 0, sshAfter: -1}, reachable: true,
+			console: "osd-guest: ssh host key " + hostKey + "\nosd-guest: metadata uuid s1\n", metadata: "the guest read its own uuid"},
 		{name: "reachable, silent guest", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 0}, reachable: true, metadata: "has not reported on it after 50ms"},
 		{name: "no valid host", status: "ERROR", fault: "No valid host was found. There are not enough hosts available.", probe: &fakeProbe{},
 			err: "server osd-test-x went to ERROR: No valid host was found. There are not enough hosts available."},
@@ -139,9 +169,19 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := Launcher{Client: c, Probe: tc.probe, PingTimeout: time.Second, Poll: 10 * time.Millisecond, MetadataTimeout: 50 * time.Millisecond}
+			dir := t.TempDir()
+			keyFile := filepath.Join(dir, "osd-key")
+			if _, _, err := EnsureKeyFile(keyFile); err != nil {
+				t.Fatal(err)
+			}
+			l := Launcher{Client: c, Probe: tc.probe, PingTimeout: time.Second, Poll: 10 * time.Millisecond, MetadataTimeout: 50 * time.Millisecond,
+				SSHTimeout: time.Second, KeyFile: keyFile, KnownHosts: filepath.Join(dir, "known_hosts")}
 			var events []string
-			res, err := l.Launch(ctx, LaunchRequest{Name: "osd-test-x"}, func(s string) { events = append(events, s) })
+			tg, err := l.Resolve(ctx, LaunchRequest{Name: "osd-test-x"})
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			res, err := l.Launch(ctx, tg, func(s string) { events = append(events, s) })
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("Launch(%s) error = %v, want %q", tc.name, err, tc.err)
@@ -149,8 +189,17 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("Launch(%s) = %v; events %q", tc.name, err, events)
 			}
-			if f.created["flavorRef"] != "f1" || f.created["imageRef"] != "i1" || f.created["name"] != "osd-test-x" {
-				t.Errorf("Launch(%s) created %v, want flavor f1, image i1, name osd-test-x", tc.name, f.created)
+			if f.created["flavorRef"] != "f1" || f.created["imageRef"] != "i1" || f.created["name"] != "osd-test-x" || f.created["key_name"] != DefaultKeyName {
+				t.Errorf("Launch(%s) created %v, want flavor f1, image i1, name osd-test-x, keypair osd-key", tc.name, f.created)
+			}
+			if tc.ssh != "" {
+				kh, _ := os.ReadFile(filepath.Join(dir, "known_hosts"))
+				want := "ssh -i " + keyFile + " -o UserKnownHostsFile=" + filepath.Join(dir, "known_hosts") + " osd@172.24.4.150"
+				if res.SSH != want || res.SSHIn == "" || tc.probe.sshLogin != tc.ssh || string(kh) != "172.24.4.150 "+hostKey+"\n" {
+					t.Errorf("Launch(%s) = SSH %q after %q, login %q, known_hosts %q; want %q, a login as %q, the host key recorded", tc.name, res.SSH, res.SSHIn, tc.probe.sshLogin, kh, want, tc.ssh)
+				}
+			} else if res.SSHIn != "" {
+				t.Errorf("Launch(%s).SSHIn = %q, want no SSH login", tc.name, res.SSHIn)
 			}
 			if res.Reachable != tc.reachable {
 				t.Errorf("Launch(%s).Reachable = %v, want %v", tc.name, res.Reachable, tc.reachable)
@@ -166,6 +215,58 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 				if !strings.Contains(d, tc.diagnosis) || !strings.Contains(d, "no DHCP lease") {
 					t.Errorf("Launch(%s).Diagnosis = %q, want %q and the missing lease", tc.name, d, tc.diagnosis)
 				}
+			}
+		})
+	}
+}
+
+// TestResolveRefusesWhatTheCloudLacks: every field is checked, and what the cloud does not
+// have is refused before anything is created, with an error wrapping ErrBadLaunch that
+// says what exists.
+func TestResolveRefusesWhatTheCloudLacks(t *testing.T) {
+	f := &fakeCloud{status: "ACTIVE"}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.handler))
+	defer f.srv.Close()
+	ctx := context.Background()
+	c, err := Authenticate(ctx, Credentials{AuthURL: f.srv.URL + "/v3", Username: "admin", Password: "x", ProjectName: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Launcher{Client: c, Probe: &fakeProbe{}}
+	for _, tc := range []struct {
+		name string
+		req  LaunchRequest
+		err  string // "" when it resolves
+	}{
+		{"defaults", LaunchRequest{}, ""},
+		{"flavor by ID, image by ID, network by ID, own key", LaunchRequest{Flavor: "f1", Image: "6f0e2c1a-1b2c-4d5e-8f90-0a1b2c3d4e5f", Network: "n-t", Key: "mine"}, ""},
+		{"unknown flavor", LaunchRequest{Flavor: "nope"}, "no flavor nope (there are: m1.tiny)"},
+		{"unknown image", LaunchRequest{Image: "nope"}, "no image nope"},
+		{"image not active", LaunchRequest{Image: "half-uploaded"}, "image half-uploaded is queued, not active"},
+		{"unknown network", LaunchRequest{Network: "nope"}, "no network nope (tenant networks: osd-net)"},
+		{"unknown keypair", LaunchRequest{Key: "nope"}, "no keypair nope (there are: osd-key, mine;"},
+		{"bad name", LaunchRequest{Name: "../../etc/passwd"}, `server name "../../etc/passwd"`},
+		{"name too long", LaunchRequest{Name: strings.Repeat("a", 64)}, "at most 63"},
+		{"control character in the flavor", LaunchRequest{Flavor: "m1.tiny\n--debug"}, "holds the control character U+000A"},
+		{"blank image", LaunchRequest{Image: "  "}, `image "  ": empty`},
+		{"network not UTF-8", LaunchRequest{Network: "\xff"}, "not valid UTF-8"},
+		{"huge network", LaunchRequest{Network: strings.Repeat("n", 256)}, "longer than 255 bytes"},
+		{"keypair with a slash", LaunchRequest{Key: "a/b"}, `keypair "a/b"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.created = nil
+			tg, err := l.Resolve(ctx, tc.req)
+			if tc.err == "" {
+				if err != nil || tg.Flavor.ID == "" || tg.Image.ID == "" || tg.Network.ID == "" {
+					t.Errorf("Resolve(%+v) = %+v, %v, want a flavor, an image and a network", tc.req, tg, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadLaunch) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Resolve(%+v) error = %v, want ErrBadLaunch saying %q", tc.req, err, tc.err)
+			}
+			if f.created != nil {
+				t.Errorf("Resolve(%+v) created a server: %v", tc.req, f.created)
 			}
 		})
 	}

@@ -69,16 +69,16 @@ func TestRouteProblem(t *testing.T) {
 }
 
 func TestLaunchRequestWithDefaults(t *testing.T) {
-	got := LaunchRequest{}.WithDefaults()
-	if !strings.HasPrefix(got.Name, "osd-test-") || len(got.Name) != len("osd-test-")+6 || got.Flavor != "m1.tiny" || got.Image != "osd-test" || got.Network != "osd-net" {
-		t.Errorf("LaunchRequest{}.WithDefaults() = %+v, want osd-test-<6 hex>, m1.tiny, osd-test, osd-net", got)
+	got := LaunchDefaults(LaunchRequest{})
+	if !strings.HasPrefix(got.Name, "osd-test-") || len(got.Name) != len("osd-test-")+6 || got.Flavor != "m1.tiny" || got.Image != "osd-test" || got.Network != "osd-net" || got.Key != "osd-key" {
+		t.Errorf("LaunchDefaults(LaunchRequest{}) = %+v, want osd-test-<6 hex>, m1.tiny, osd-test, osd-net, osd-key", got)
 	}
-	if other := (LaunchRequest{}).WithDefaults(); other.Name == got.Name {
-		t.Errorf("WithDefaults() twice gave the same name %s", got.Name)
+	if other := LaunchDefaults(LaunchRequest{}); other.Name == got.Name {
+		t.Errorf("LaunchDefaults twice gave the same name %s", got.Name)
 	}
-	kept := LaunchRequest{Name: "web", Flavor: "m1.small", Image: "cirros", Network: "n", NoWait: true}
-	if kept.WithDefaults() != kept {
-		t.Errorf("WithDefaults(%+v) = %+v, want it unchanged", kept, kept.WithDefaults())
+	kept := LaunchRequest{Name: "web", Flavor: "m1.small", Image: "cirros", Network: "n", Key: "mine", NoWait: true}
+	if LaunchDefaults(kept) != kept {
+		t.Errorf("LaunchDefaults(%+v) = %+v, want it unchanged", kept, LaunchDefaults(kept))
 	}
 }
 

@@ -56,7 +56,8 @@ type Desired struct {
 	Router        string
 	SecurityGroup string // the admin project's group that gets Rules
 	Rules         []RuleSpec
-	Images        *ImagesSpec // nil: no images
+	Images        *ImagesSpec  // nil: no images
+	Keypair       *KeypairSpec // nil: no keypair (the admin user's)
 }
 
 // MachineDiskFormat and MachineContainerFormat are the machine image's formats.
@@ -146,6 +147,7 @@ type Observed struct {
 	RouterSubnets map[string][]string // router ID -> subnets it has an interface on
 	SecurityGroup *SecurityGroup      // the admin project's Desired.SecurityGroup, if found
 	Images        []Image             // the images named like Desired.Images'
+	Keypairs      []Keypair           // the admin user's keypairs
 }
 
 // OpKind is what an Op does.
@@ -162,7 +164,9 @@ const (
 	OpAddRule            OpKind = "add-security-group-rule"
 	OpUploadImage        OpKind = "upload-image"
 	OpDeleteImage        OpKind = "delete-image"
-	OpWarn               OpKind = "warn" // something differs that day-one does not change
+	OpCreateKeypair      OpKind = "create-keypair"
+	OpReplaceKeypair     OpKind = "replace-keypair" // osd's own keypair whose private key is no longer the host's
+	OpWarn               OpKind = "warn"            // something differs that day-one does not change
 )
 
 // Op is one change; names are resolved to IDs when it is applied.
@@ -292,6 +296,20 @@ func Plan(obs Observed, want Desired) []Op {
 
 	if want.Images != nil {
 		ops = append(ops, planImages(obs.Images, *want.Images)...)
+	}
+	if k := want.Keypair; k != nil {
+		found := false
+		for _, have := range obs.Keypairs {
+			if have.Name == k.Name {
+				found = true
+				if !SameKey(have.PublicKey, k.PublicKey) {
+					ops = append(ops, Op{Kind: OpReplaceKeypair, Name: k.Name})
+				}
+			}
+		}
+		if !found {
+			ops = append(ops, Op{Kind: OpCreateKeypair, Name: k.Name})
+		}
 	}
 	return ops
 }

@@ -71,8 +71,11 @@ func converged() Observed {
 			{ID: "r1", Name: "osd-test-ramdisk", Status: "active", GuestKey: "key1", DiskFormat: "ari"},
 			{ID: "m1", Name: "osd-test", Status: "active", GuestKey: "key1", KernelID: "k1", RamdiskID: "r1", DiskFormat: "raw"},
 		},
+		Keypairs: []Keypair{{Name: DefaultKeyName, PublicKey: testPublicKey}},
 	}
 }
+
+const testPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv2n5pd0bU4Cq1y6nW3tqyA3Ahl3Zr9dIhUGl0WbW5I"
 
 func desired(t *testing.T) Desired {
 	d, err := DefaultDesired("172.24.4.0/24", "172.24.4.1")
@@ -80,6 +83,7 @@ func desired(t *testing.T) Desired {
 		t.Fatal(err)
 	}
 	d.Images = &ImagesSpec{Kernel: KernelImageName, Ramdisk: RamdiskImageName, Machine: MachineImageName, Key: "key1"}
+	d.Keypair = &KeypairSpec{Name: DefaultKeyName, PublicKey: testPublicKey}
 	return d
 }
 
@@ -95,7 +99,7 @@ func TestPlan(t *testing.T) {
 				"create-network external; create-subnet external-subnet on external; create-network osd-net; create-subnet osd-subnet on osd-net; " +
 				"create-router osd-router; add-router-interface osd-router -> osd-subnet; " +
 				"add-security-group-rule default: ingress icmp; add-security-group-rule default: ingress tcp 22; " +
-				"upload-image osd-test-kernel; upload-image osd-test-ramdisk; upload-image osd-test"},
+				"upload-image osd-test-kernel; upload-image osd-test-ramdisk; upload-image osd-test; create-keypair osd-key"},
 		{"flavor differs", func(o *Observed, _ *Desired) { o.Flavors[0].RAM = 512 },
 			"warning: flavor m1.tiny has 1 vCPU, 512 MiB, 1 GB; day-one would make 1, 256, 1 (left as is)"},
 		{"one flavor missing", func(o *Observed, _ *Desired) { o.Flavors = o.Flavors[1:] }, "create-flavor m1.tiny"},
@@ -134,6 +138,14 @@ func TestPlan(t *testing.T) {
 		{"machine image was an AMI", func(o *Observed, _ *Desired) { o.Images[2].DiskFormat = "ami" },
 			"upload-image osd-test; delete-image osd-test (m1)"},
 		{"no images wanted", func(o *Observed, d *Desired) { d.Images = nil; o.Images = nil }, ""},
+		{"keypair missing", func(o *Observed, _ *Desired) {
+			o.Keypairs = []Keypair{{Name: "someone-else", PublicKey: testPublicKey}}
+		}, "create-keypair osd-key"},
+		{"keypair of another key", func(o *Observed, _ *Desired) {
+			o.Keypairs[0].PublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBmRDHsTfJvkjeCpDbA0HLiNIhJHTX8wcrQsUyP6rGQ0 osd-key"
+		}, "replace-keypair osd-key"},
+		{"keypair with another comment", func(o *Observed, _ *Desired) { o.Keypairs[0].PublicKey = testPublicKey + " Generated-by-Nova" }, ""},
+		{"no keypair wanted", func(o *Observed, d *Desired) { d.Keypair = nil; o.Keypairs = nil }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs, want := converged(), desired(t)
@@ -167,7 +179,7 @@ func TestForCatalog(t *testing.T) {
 		plan    string
 	}{
 		{"all services", cat("identity", "compute", "network", "image"), "", ""},
-		{"keystone and glance only", cat("identity", "image"), "flavors (no compute service); networks, router, security group rules (no network service)", ""},
+		{"keystone and glance only", cat("identity", "image"), "flavors, keypair (no compute service); networks, router, security group rules (no network service)", ""},
 		{"no glance", cat("identity", "compute", "network"), "images (no image service)", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +191,7 @@ func TestForCatalog(t *testing.T) {
 			// On an empty cloud the trimmed plan touches only the services present.
 			for _, op := range Plan(Observed{SecurityGroup: &SecurityGroup{ID: "sg"}}, got) {
 				svc := map[OpKind]string{OpCreateFlavor: "compute", OpCreateNetwork: "network", OpCreateSubnet: "network", OpCreateRouter: "network",
-					OpAddRouterInterface: "network", OpAddRule: "network", OpUploadImage: "image"}[op.Kind]
+					OpAddRouterInterface: "network", OpAddRule: "network", OpUploadImage: "image", OpCreateKeypair: "compute"}[op.Kind]
 				found := false
 				for _, e := range tc.catalog {
 					found = found || e.Type == svc

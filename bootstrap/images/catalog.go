@@ -113,6 +113,7 @@ func Recipes() []Recipe {
 			Packages: []string{
 				"nova-compute", "nova-compute-kvm", "libvirt-daemon-system", "libvirt-daemon-driver-qemu",
 				"qemu-system-x86", "qemu-utils", "python3-libvirt", "ovmf", "ca-certificates", "iproute2", "procps",
+				"genisoimage", // config drives (Nova's mkisofs_cmd)
 			},
 			Groups: []Group{{Name: "kvm", GID: GIDKVM}, {Name: "libvirt", GID: GIDLibvirt}},
 			Users: []User{

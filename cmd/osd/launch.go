@@ -20,11 +20,17 @@ func newLaunchCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "launch [NAME]",
-		Short: "Boot a test server (m1.tiny, image osd-test, network osd-net), give it a floating IP and wait until it answers ping",
+		Short: "Boot a test server (m1.tiny, image osd-test, network osd-net, keypair osd-key), give it a floating IP and wait until it answers ping and SSH",
 		Long: `Boot a test server and say how to reach it. The server gets a floating IP from the
 external network; osd waits (up to ~3 minutes under QEMU TCG) until the host can ping it,
 and when it cannot, says why from what it can observe (server fault, port binding, DHCP
-lease in the console log, router gateway, host route). NAME defaults to osd-test-<random>.`,
+lease in the console log, router gateway, host route). NAME defaults to osd-test-<random>.
+
+The server gets the keypair --key (default osd-key, which osd init makes once and whose
+private key osd keeps 0600 next to clouds.yaml). For the test image osd-test with that
+key, osd logs in over SSH once (the guest's host key, read from its console, recorded
+in known_hosts next to it) and prints the ssh command that does it. A flavor, image,
+network or keypair that does not exist is refused before anything is created.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "table" && format != "json" {
@@ -63,9 +69,10 @@ lease in the console log, router gateway, host route). NAME defaults to osd-test
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.Flavor, "flavor", "", "flavor (default m1.tiny)")
-	f.StringVar(&req.Image, "image", "", "image (default osd-test)")
-	f.StringVar(&req.Network, "network", "", "tenant network (default osd-net)")
+	f.StringVar(&req.Flavor, "flavor", "", "flavor, name or ID (default m1.tiny)")
+	f.StringVar(&req.Image, "image", "", "image, name or ID (default osd-test)")
+	f.StringVar(&req.Network, "network", "", "tenant network, name or ID (default osd-net)")
+	f.StringVar(&req.Key, "key", "", "keypair for the server (default osd-key, made by osd init)")
 	f.BoolVar(&req.NoWait, "no-wait", false, "return once Nova accepted the server (no floating IP, no ping)")
 	f.StringVar(&format, "format", "table", "output format: table or json")
 	return cmd
@@ -112,8 +119,20 @@ func printLaunch(r api.LaunchResult) {
 	if r.PingIn != "" {
 		fmt.Fprintf(tw, "ping after\t%s\n", r.PingIn)
 	}
+	if r.SSHIn != "" {
+		fmt.Fprintf(tw, "ssh after\t%s\n", r.SSHIn)
+	}
+	if r.Key != "" {
+		fmt.Fprintf(tw, "keypair\t%s\n", r.Key)
+	}
 	if r.Metadata != "" {
 		fmt.Fprintf(tw, "metadata\t%s\n", r.Metadata)
+	}
+	if r.SSH != "" {
+		fmt.Fprintf(tw, "ssh\t%s\n", r.SSH)
+	}
+	if r.Login != "" {
+		fmt.Fprintf(tw, "console login\t%s\n", r.Login)
 	}
 	if r.Reach != "" {
 		fmt.Fprintf(tw, "reach it\t%s\n", r.Reach)

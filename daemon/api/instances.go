@@ -1,11 +1,13 @@
 package api
 
-// LaunchRequest is the body of POST /1.0/instances: a test server (every field optional).
+// LaunchRequest is the body of POST /1.0/instances: a test server (every field optional;
+// empty fields take the day-one defaults).
 type LaunchRequest struct {
 	Name    string `json:"name,omitempty"`    // default osd-test-<random>
-	Flavor  string `json:"flavor,omitempty"`  // default m1.tiny
-	Image   string `json:"image,omitempty"`   // default osd-test
-	Network string `json:"network,omitempty"` // default osd-net
+	Flavor  string `json:"flavor,omitempty"`  // name or ID; default m1.tiny
+	Image   string `json:"image,omitempty"`   // name or ID; default osd-test
+	Network string `json:"network,omitempty"` // name or ID; default osd-net
+	Key     string `json:"key,omitempty"`     // keypair; default osd-key
 	NoWait  bool   `json:"no_wait,omitempty"` // return once Nova accepted the server
 }
 
@@ -16,15 +18,19 @@ type LaunchResult struct {
 	ID         string   `json:"id"`
 	Status     string   `json:"status"`
 	Host       string   `json:"host,omitempty"`
+	Key        string   `json:"key,omitempty"` // keypair
 	FixedIP    string   `json:"fixed_ip,omitempty"`
 	FloatingIP string   `json:"floating_ip,omitempty"`
 	Reachable  bool     `json:"reachable"`
-	Reach      string   `json:"reach,omitempty"`
-	ConsoleURL string   `json:"console_url,omitempty"`
-	Diagnosis  []string `json:"diagnosis,omitempty"`
-	ActiveIn   string   `json:"active_in,omitempty"`
-	PingIn     string   `json:"ping_in,omitempty"`
-	Metadata   string   `json:"metadata,omitempty"`
+	Reach      string   `json:"reach,omitempty"`       // how to reach it
+	SSH        string   `json:"ssh,omitempty"`         // the ssh command that logs in
+	Login      string   `json:"login,omitempty"`       // the console login of the test image
+	ConsoleURL string   `json:"console_url,omitempty"` // noVNC, when Nova gives one
+	Diagnosis  []string `json:"diagnosis,omitempty"`   // why it is not reachable
+	ActiveIn   string   `json:"active_in,omitempty"`   // create -> ACTIVE
+	PingIn     string   `json:"ping_in,omitempty"`     // create -> first ping answer
+	SSHIn      string   `json:"ssh_in,omitempty"`      // create -> first SSH login
+	Metadata   string   `json:"metadata,omitempty"`    // what the guest got from the metadata service
 }
 
 // Instance is one server as GET /1.0/instances lists it.

@@ -49,14 +49,15 @@ func (s *Service) CloudClient(ctx context.Context) (*cloud.Client, error) {
 
 // ensureDayOne is the converge step after openstack: the guest test image, flavors,
 // the external and tenant networks, the router, the admin project's default security
-// group rules and the test images, made idempotently by name (a second run changes
-// nothing). Parts whose service is not deployed are skipped and said so in the detail.
+// group rules, the test images and osd's keypair (its private key in the state dir), made
+// idempotently by name (a second run changes nothing). Parts whose service is not deployed
+// are skipped and said so in the detail.
 func (s *Service) ensureDayOne(ctx context.Context, detail func(string)) (bool, string, error) {
 	creds, err := s.AdminCredentials()
 	if err != nil {
 		return false, "", err
 	}
-	cfg := cloud.DayOneConfig{Credentials: creds, CacheDir: s.st.Cfg.CacheDir, Progress: detail}
+	cfg := cloud.DayOneConfig{Credentials: creds, CacheDir: s.st.Cfg.CacheDir, KeyFile: cloud.KeyFile(s.st.Cfg.StateDir), Progress: detail}
 	if v, ok, err := s.st.Get(ctx, state.KeyExternal); err != nil {
 		return false, "", err
 	} else if ok {

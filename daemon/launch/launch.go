@@ -5,17 +5,14 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 )
-
-// validServerName is what osd launch accepts as a server name.
-var validServerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // Service is the instances resource of one daemon.
 type Service struct {
@@ -50,33 +47,34 @@ func (s *Service) client(ctx context.Context) (*cloud.Client, error) {
 
 // postInstances launches a test server as an operation: POST /1.0/instances with a
 // LaunchRequest; the operation's result is a LaunchResult (also when the server is
-// unreachable: then its diagnosis says why).
+// unreachable: then its diagnosis says why). Every field is checked, and the flavor, image,
+// network and keypair looked up, before the operation starts: what is wrong or missing is
+// answered 400.
 func (s *Service) postInstances(r *http.Request) rest.Response {
 	var wire api.LaunchRequest
 	if err := rest.DecodeJSON(r, &wire, 16<<10); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if wire.Name != "" && !validServerName.MatchString(wire.Name) {
-		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "server name %q: want letters, digits, '.', '_' or '-' (at most 63)", wire.Name))
+	req := cloud.LaunchDefaults(wire)
+	if err := cloud.ValidateLaunch(req); err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
 	}
 	c, err := s.client(r.Context())
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	req := cloud.LaunchRequest{Name: wire.Name, Flavor: wire.Flavor, Image: wire.Image, Network: wire.Network, NoWait: wire.NoWait}.WithDefaults()
+	l := cloud.Launcher{Client: c, Probe: cloud.HostNetwork{},
+		KeyFile: cloud.KeyFile(s.st.Cfg.StateDir), KnownHosts: cloud.KnownHostsFile(s.st.Cfg.StateDir)}
+	target, err := l.Resolve(r.Context(), req)
+	if errors.Is(err, cloud.ErrBadLaunch) {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	} else if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "%v", err))
+	}
 	op, _ := s.st.Ops.Start("launch", false, func(ctx context.Context, emit func(string)) (any, error) {
-		l := cloud.Launcher{Client: c, Probe: cloud.HostNetwork{}}
-		res, err := l.Launch(ctx, req, emit)
-		return WireResult(res), err
+		return l.Launch(ctx, target, emit)
 	})
 	return rest.AsyncResponse(rest.APIPrefix+"/operations/"+op.ID, op)
-}
-
-// WireResult is a launch result as the API shows it (pure).
-func WireResult(r cloud.LaunchResult) api.LaunchResult {
-	return api.LaunchResult{Name: r.Name, ID: r.ID, Status: r.Status, Host: r.Host, FixedIP: r.FixedIP, FloatingIP: r.FloatingIP,
-		Reachable: r.Reachable, Reach: r.Reach, ConsoleURL: r.ConsoleURL, Diagnosis: r.Diagnosis, ActiveIn: r.ActiveIn,
-		PingIn: r.PingIn, Metadata: r.Metadata}
 }
 
 // getInstances lists the servers of every project with their addresses.

@@ -42,4 +42,3 @@ func TestPodRoutes(t *testing.T) {
 		}
 	}
 }
-

@@ -39,7 +39,9 @@ func (s *State) Go(f func(ctx context.Context)) {
 func (s *State) Get(ctx context.Context, key Key) (string, bool, error) { return Get(ctx, s.DB, key) }
 
 // Set writes key to the state store.
-func (s *State) Set(ctx context.Context, key Key, value string) error { return Set(ctx, s.DB, key, value) }
+func (s *State) Set(ctx context.Context, key Key, value string) error {
+	return Set(ctx, s.DB, key, value)
+}
 
 // Is reports whether key holds value (false when unset or unreadable).
 func (s *State) Is(ctx context.Context, key Key, value string) bool {

@@ -104,4 +104,3 @@ func TestJournalLifecycle(t *testing.T) {
 		t.Errorf("EndStep(9999) = %v, want ErrNotFound", err)
 	}
 }
-

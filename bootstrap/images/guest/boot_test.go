@@ -2,8 +2,11 @@ package guest
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -17,9 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/digitalocean/go-libvirt"
 	"github.com/osdcloud/osd/bootstrap/images"
+
 	"github.com/osdcloud/osd/hypervisor"
 	"github.com/vishvananda/netns"
+	"golang.org/x/crypto/ssh"
 	"libvirt.org/go/libvirtxml"
 )
 
@@ -100,9 +106,10 @@ func buildTwice(t *testing.T) Image {
 type testNet struct {
 	ns, bridge, prefix, server string
 	uuid                       string // what the namespace's metadata service says
+	hostname                   string // the hostname in its meta_data.json
 }
 
-func makeTestNet(t *testing.T, dir string) testNet {
+func makeTestNet(t *testing.T, dir string, publicKey string) testNet {
 	t.Helper()
 	sfx := randomHex(t, 3)
 	n, _ := strconv.ParseUint(sfx[:2], 16, 8)
@@ -129,8 +136,8 @@ func makeTestNet(t *testing.T, dir string) testNet {
 	if err := os.MkdirAll(filepath.Join(md, "openstack", "latest"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	doc := `{"uuid": "` + tn.uuid + `", "name": "osd-guest-test", "hostname": "osd-guest-test", "launch_index": 0, "availability_zone": "nova", "project_id": "` + randomHex(t, 16) + `"}`
-	if err := os.WriteFile(filepath.Join(md, "openstack", "latest", "meta_data.json"), []byte(doc), 0o644); err != nil {
+	tn.hostname = "osd-guest-test"
+	if err := os.WriteFile(filepath.Join(md, "openstack", "latest", "meta_data.json"), metaData(tn.uuid, tn.hostname+".novalocal", publicKey), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, "ip", "-n", tn.ns, "addr", "add", tn.prefix+".2/24", "dev", peer)
@@ -175,11 +182,14 @@ func makeTestNet(t *testing.T, dir string) testNet {
 
 // TestBuildBootDHCP builds the guest image twice (cold, then cached), boots
 // it under QEMU TCG through libvirt on a bridge whose only other member is a
-// namespace running udhcpd, waits for the guest's lease marker on the serial
-// console, and checks from inside the namespace that the guest answers ping
-// and HTTP on port 80.
+// namespace running udhcpd and a metadata service, with a config drive attached
+// as Nova attaches it, waits for the guest's lease marker on the serial console,
+// and checks that it read the config drive and the metadata service (uuid, hostname,
+// SSH key), that it answers ping and HTTP on port 80, and that OpenSSH's client logs
+// in over SSH with the key from the metadata service, the host key pinned from the
+// console.
 func TestBuildBootDHCP(t *testing.T) {
-	need(t, "apt-get", "dpkg-deb", "depmod", "ip", "busybox", "libvirtd", "virtlogd", "qemu-system-x86_64")
+	need(t, "apt-get", "dpkg-deb", "depmod", "ip", "busybox", "libvirtd", "virtlogd", "qemu-system-x86_64", "genisoimage", "ssh")
 	img := buildTwice(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -203,7 +213,11 @@ func TestBuildBootDHCP(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755) // qemu runs as libvirt-qemu
-	tn := makeTestNet(t, dir)
+	keyFile, publicKey := testKey(t, dir)
+	tn := makeTestNet(t, dir, publicKey)
+	// The config drive has another uuid than the metadata service, to tell them apart.
+	driveUUID := "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
+	drive := configDrive(t, dir, metaData(driveUUID, tn.hostname+".novalocal", ""))
 
 	// Copies: libvirt relabels and chowns what it boots.
 	kernel, initrd := filepath.Join(dir, "vmlinuz"), filepath.Join(dir, "initrd.img")
@@ -230,6 +244,8 @@ func TestBuildBootDHCP(t *testing.T) {
 			// As Nova boots a kernel/ramdisk image: ttyS0 is not the last console.
 			Cmdline: "console=tty0 console=ttyS0 console=hvc0 panic=-1",
 		},
+		// As Nova defines every x86 guest: with ACPI (its power button is the soft power off).
+		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}, APIC: &libvirtxml.DomainFeatureAPIC{}},
 		OnPoweroff: "destroy", OnCrash: "destroy",
 		Devices: &libvirtxml.DomainDeviceList{
 			Serials: []libvirtxml.DomainSerial{{
@@ -240,6 +256,14 @@ func TestBuildBootDHCP(t *testing.T) {
 				MAC:    &libvirtxml.DomainInterfaceMAC{Address: mac},
 				Source: &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: tn.bridge}},
 				Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
+			}},
+			// As Nova attaches a config drive on QEMU's pc machine: an IDE CD-ROM.
+			Disks: []libvirtxml.DomainDisk{{
+				Device:   "cdrom",
+				Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
+				Source:   &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: drive}},
+				Target:   &libvirtxml.DomainDiskTarget{Dev: "hdd", Bus: "ide"},
+				ReadOnly: &libvirtxml.DomainDiskReadOnly{},
 			}},
 			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "none"},
 		},
@@ -283,9 +307,16 @@ func TestBuildBootDHCP(t *testing.T) {
 		t.Errorf("console lacks the marker with gateway %s (from classless static routes) and mtu 1400", tn.server)
 	}
 	t.Logf("guest %s: boot to DHCP lease %s (console %+v)", name, time.Since(start).Round(time.Millisecond), c)
-	for deadline := time.Now().Add(90 * time.Second); c.MetadataUUID == "" && !c.MetadataFail && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); (c.MetadataUUID == "" && !c.MetadataFail || c.ConfigDrive == "" && !c.NoConfigDrive || c.SSHKeys == "") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		b, _ := os.ReadFile(console)
 		c = ParseConsole(string(b))
+	}
+	if c.ConfigDrive == "" || c.ConfigDriveUUID != driveUUID {
+		b, _ := os.ReadFile(console)
+		t.Errorf("guest's config drive = %q with uuid %q (none found: %v), want config-2 with uuid %s; console:\n%s", c.ConfigDrive, c.ConfigDriveUUID, c.NoConfigDrive, driveUUID, tailLines(string(b), 15))
+	}
+	if c.Hostname != tn.hostname || c.SSHKeys != "osd-test-key" || !strings.HasPrefix(c.SSHHostKey, "ssh-ed25519 ") {
+		t.Errorf("guest's hostname %q, SSH keys %q, host key %q; want %s, osd-test-key, an Ed25519 host key", c.Hostname, c.SSHKeys, c.SSHHostKey, tn.hostname)
 	}
 	if c.MetadataUUID != tn.uuid {
 		b, _ := os.ReadFile(console)
@@ -308,22 +339,204 @@ func TestBuildBootDHCP(t *testing.T) {
 			t.Fatalf("ping %s from namespace %s: %v: %s", ip, tn.ns, err, out)
 		}
 	}
+	knownHosts := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(knownHosts, []byte(ip.String()+" "+c.SSHHostKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The first login as soon as it works: boot to SSH.
+	var out string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err = sshInNamespace(tn.ns, ip.String(), keyFile, knownHosts, "hostname; id -un; cat /proc/uptime")
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if lines := strings.Fields(out); err != nil || len(lines) < 3 || lines[0] != tn.hostname || lines[1] != LoginUser {
+		b, _ := os.ReadFile(console)
+		t.Fatalf("ssh %s@%s = %q, %v, want the hostname %s and the user; console:\n%s", LoginUser, ip, out, err, tn.hostname, tailLines(string(b), 20))
+	}
+	t.Logf("guest %s: boot to SSH login %s (guest uptime %s s)", name, time.Since(start).Round(time.Millisecond), strings.Fields(out)[2])
+	// Go's SSH client (osd launch logs in with it) as well as OpenSSH's.
+	// Go's client prefers RSA host keys: with any host key accepted, the server must make
+	// one rather than drop the connection.
+	for _, hk := range []string{c.SSHHostKey, ""} {
+		if got, err := goSSHInNamespace(tn.ns, ip.String(), keyFile, hk, "id -un"); err != nil || strings.TrimSpace(got) != LoginUser {
+			log, _ := sshInNamespace(tn.ns, ip.String(), keyFile, knownHosts, "tail -n 20 /var/log/dropbear.log")
+			t.Errorf("Go's SSH client as %s@%s (host key %q) = %q, %v, want %s; dropbear's log:\n%s", LoginUser, ip, hk, got, err, LoginUser, log)
+		}
+	}
 	for _, tc := range []struct{ port, req, want string }{
 		{"80", "GET / HTTP/1.0\r\n\r\n", "osd-guest " + img.KernelVersion},
-		{"22", "", "osd-guest osd-guest: TCP works"}, // the banner reads nothing
+		{"22", "", "SSH-2.0-dropbear"}, // the server speaks first (and waits: read until the timeout)
 	} {
 		port, want := tc.port, tc.want
 		var got string
 		for deadline = time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
 			got, err = tcpInNamespace(tn.ns, net.JoinHostPort(ip.String(), port), tc.req)
-			if err == nil || time.Now().After(deadline) {
+			if strings.Contains(got, want) || time.Now().After(deadline) {
 				break
 			}
 		}
-		if err != nil || !strings.Contains(got, want) {
+		if !strings.Contains(got, want) {
 			t.Errorf("TCP %s:%s from %s = %q, %v, want it to contain %q", ip, port, tn.ns, got, err, want)
 		}
 	}
+	rootRefused(t, tn.ns, ip.String(), keyFile, knownHosts)
+	// A soft power off (the ACPI power button, as Nova's stop, rescue and resize press it)
+	// ends the guest at once.
+	t0 := time.Now()
+	if err := l.DomainShutdown(d); err != nil {
+		t.Fatalf("DomainShutdown: %v", err)
+	}
+	for {
+		st, _, err := l.DomainGetState(d, 0)
+		if err == nil && libvirt.DomainState(st) == libvirt.DomainShutoff {
+			t.Logf("guest %s: soft power off took %s", name, time.Since(t0).Round(time.Millisecond))
+			break
+		}
+		if time.Since(t0) > 30*time.Second {
+			b, _ := os.ReadFile(console)
+			diag, _ := sshInNamespace(tn.ns, ip.String(), keyFile, knownHosts, "ls -l /dev/input; cat /proc/bus/input/devices; ps; cat /var/log/acpid.log")
+			t.Fatalf("guest %s still running 30 s after the ACPI power button (state %d, %v); console:\n%s\nin the guest:\n%s", name, st, err, tailLines(string(b), 10), diag)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// rootRefused checks that root may not log in over SSH, not even with the login user's key.
+func rootRefused(t *testing.T, ns, ip, keyFile, knownHosts string) {
+	t.Helper()
+	if out, err := exec.Command("ip", "netns", "exec", ns, "ssh", "-i", keyFile, "-o", "UserKnownHostsFile="+knownHosts, "-o", "BatchMode=yes",
+		"-o", "ConnectTimeout=5", "-o", "IdentitiesOnly=yes", "root@"+ip, "true").CombinedOutput(); err == nil {
+		t.Errorf("ssh root@%s succeeded, want root refused: %s", ip, out)
+	}
+}
+
+// metaData is a meta_data.json as Nova's metadata service and config drive serve it (its
+// public key, if any, named osd-test-key, with the newline Nova keeps).
+func metaData(uuid, hostname, publicKey string) []byte {
+	doc := map[string]any{"uuid": uuid, "name": strings.Split(hostname, ".")[0], "hostname": hostname, "launch_index": 0,
+		"availability_zone": "nova", "project_id": "0d6c3c1f2b7e4d5a9c8b7a6f5e4d3c2b", "meta": map[string]string{}}
+	if publicKey != "" {
+		doc["public_keys"] = map[string]string{"osd-test-key": publicKey + "\n"}
+		doc["keys"] = []map[string]string{{"name": "osd-test-key", "type": "ssh", "data": publicKey + "\n"}}
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+// configDrive makes an ISO 9660 config drive holding doc as Nova does (genisoimage with
+// the label config-2, Joliet and Rock Ridge).
+func configDrive(t *testing.T, dir string, doc []byte) string {
+	t.Helper()
+	tree := filepath.Join(dir, "configdrive")
+	if err := os.MkdirAll(filepath.Join(tree, "openstack", "latest"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "openstack", "latest", "meta_data.json"), doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(dir, "disk.config")
+	run(t, "genisoimage", "-o", iso, "-ldots", "-allow-lowercase", "-allow-multidot", "-l", "-publisher", "osd test", "-quiet", "-J", "-r", "-V", "config-2", tree)
+	os.Chmod(iso, 0o644)
+	return iso
+}
+
+// testKey makes an Ed25519 key pair: the private key file (OpenSSH format, 0600) and the
+// public key in authorized_keys form.
+func testKey(t *testing.T, dir string) (keyFile, public string) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "osd boot test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile = filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sp)))
+}
+
+// sshInNamespace runs command on the guest at ip as the login user, from inside network
+// namespace ns, with OpenSSH's client: the key in keyFile, the host key pinned.
+func sshInNamespace(ns, ip, keyFile, knownHosts, command string) (string, error) {
+	out, err := exec.Command("ip", "netns", "exec", ns, "ssh", "-i", keyFile, "-o", "UserKnownHostsFile="+knownHosts,
+		"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "IdentitiesOnly=yes",
+		LoginUser+"@"+ip, command).CombinedOutput()
+	return string(out), err
+}
+
+// goSSHInNamespace logs in with golang.org/x/crypto/ssh from inside network namespace ns,
+// accepting only hostKey (any when it is empty, the client's own algorithm preferences
+// then deciding), and runs command.
+func goSSHInNamespace(ns, ip, keyFile, hostKey, command string) (string, error) {
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		return "", err
+	}
+	signer, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		return "", err
+	}
+	cfg := &ssh.ClientConfig{User: LoginUser, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: ssh.InsecureIgnoreHostKey()}
+	if hostKey != "" {
+		hk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(hostKey))
+		if err != nil {
+			return "", err
+		}
+		cfg.HostKeyCallback, cfg.HostKeyAlgorithms = ssh.FixedHostKey(hk), []string{hk.Type()}
+	}
+	conn, err := dialInNamespace(ns, net.JoinHostPort(ip, "22"))
+	if err != nil {
+		return "", err
+	}
+	conn.SetDeadline(time.Now().Add(60 * time.Second)) // an RSA host key made under TCG takes a while
+	cc, chans, reqs, err := ssh.NewClientConn(conn, ip+":22", cfg)
+	if err != nil {
+		conn.Close()
+		return "", err
+	}
+	client := ssh.NewClient(cc, chans, reqs)
+	defer client.Close()
+	sess, err := client.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer sess.Close()
+	out, err := sess.CombinedOutput(command)
+	return string(out), err
+}
+
+// dialInNamespace opens a TCP connection from inside network namespace ns.
+func dialInNamespace(ns, addr string) (net.Conn, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return nil, err
+	}
+	defer orig.Close()
+	target, err := netns.GetFromName(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer target.Close()
+	if err := netns.Set(target); err != nil {
+		return nil, err
+	}
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if serr := netns.Set(orig); serr != nil {
+		panic("cannot return to the original network namespace: " + serr.Error())
+	}
+	return c, err
 }
 
 // tcpInNamespace connects to addr from inside network namespace ns, sends

@@ -19,7 +19,8 @@ import (
 )
 
 // Packages are what the guest image is made of: the cloud kernel (a
-// meta-package naming the current linux-image-*-cloud-amd64) and busybox.
+// meta-package naming the current linux-image-*-cloud-amd64) and busybox; the SSH
+// server (SSHPackages) with its libraries comes on top.
 var Packages = []string{"linux-image-cloud-amd64", "busybox-static"}
 
 // Options say where to cache and which mirror to use.
@@ -85,6 +86,14 @@ func Build(ctx context.Context, o Options) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("guest image: %w", err)
 	}
+	// The SSH server with its dependency closure (the libraries its binaries load).
+	sshClosure, err := apt.Resolve(ctx, nil, SSHPackages)
+	if err != nil {
+		return Image{}, fmt.Errorf("guest image: resolve %s: %w", strings.Join(SSHPackages, " "), err)
+	}
+	for n, v := range sshClosure {
+		want[n] = v
+	}
 	key := CacheKey(want)
 	dir := filepath.Join(root, key[:16])
 	if img, err := readManifest(dir); err == nil && img.Key == key {
@@ -128,7 +137,7 @@ func selectPackages(closure map[string]string) (map[string]string, error) {
 	want := map[string]string{}
 	var kernels []string
 	for name, ver := range closure {
-		if strings.HasPrefix(name, "linux-image-") && strings.HasSuffix(name, "-cloud-amd64") && name != "linux-image-cloud-amd64" {
+		if isCloudKernel(name) {
 			kernels = append(kernels, name)
 			want[name] = ver
 		}
@@ -143,6 +152,30 @@ func selectPackages(closure map[string]string) (map[string]string, error) {
 	}
 	want["busybox-static"] = bb
 	return want, nil
+}
+
+// isCloudKernel says whether a package is a cloud kernel (not its meta-package).
+func isCloudKernel(name string) bool {
+	return strings.HasPrefix(name, "linux-image-") && strings.HasSuffix(name, "-cloud-amd64") && name != "linux-image-cloud-amd64"
+}
+
+// keepSSHFile selects, from the SSH server's packages, its binaries and what lives in the
+// library directories (the dynamic loader's link in lib64 included).
+func keepSSHFile(p string) bool {
+	for _, b := range SSHBinaries {
+		if p == b {
+			return true
+		}
+	}
+	if strings.HasPrefix(p, "lib64/") {
+		return true
+	}
+	for _, d := range libDirs[:2] {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // CacheKey is the key of the image made from these package versions with
@@ -188,11 +221,25 @@ func assemble(ctx context.Context, root, dir, key string, want map[string]string
 	defer os.RemoveAll(work)
 	var kernelPkg string
 	for n := range want {
-		if n != "busybox-static" {
+		if isCloudKernel(n) {
 			kernelPkg = n
 		}
 	}
 	tree := filepath.Join(work, "tree")
+	// The SSH server's packages first: their files and links under the library
+	// directories, and its binaries (ELFClosure picks what the binaries need).
+	for n, deb := range debs {
+		if n == kernelPkg || n == "busybox-static" {
+			continue
+		}
+		if _, err := extractDeb(ctx, deb, tree, keepSSHFile); err != nil {
+			return Image{}, err
+		}
+	}
+	sshFiles, err := ELFClosure(tree, SSHBinaries)
+	if err != nil {
+		return Image{}, fmt.Errorf("ssh server: %w", err)
+	}
 	if _, err := extractDeb(ctx, debs[kernelPkg], tree, func(p string) bool {
 		p = strings.TrimPrefix(p, "usr/")
 		return strings.HasPrefix(p, "boot/vmlinuz-") || strings.HasPrefix(p, "lib/modules/")
@@ -224,7 +271,7 @@ func assemble(ctx context.Context, root, dir, key string, want map[string]string
 		return Image{}, err
 	}
 	builtin, _ := os.ReadFile(filepath.Join(modDir, "modules.builtin"))
-	order, err := ModuleLoadOrder(deps, string(builtin), NetModules)
+	order, err := ModuleLoadOrder(deps, string(builtin), append(append(append([]string(nil), NetModules...), DriveModules...), PowerModules...))
 	if err != nil {
 		return Image{}, fmt.Errorf("kernel %s: %w", kver, err)
 	}
@@ -260,7 +307,7 @@ func assemble(ctx context.Context, root, dir, key string, want map[string]string
 	if err != nil {
 		return Image{}, err
 	}
-	err = writeInitrd(f, busybox, mods)
+	err = writeInitrd(f, busybox, sshFiles, mods)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

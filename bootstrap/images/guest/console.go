@@ -16,9 +16,27 @@ type Console struct {
 	// document had none); MetadataFail says it got no answer for a minute.
 	MetadataUUID string
 	MetadataFail bool
+	// SSHHostKey is the SSH server's public host key ("ssh-ed25519 AAAA..."), SSHListening
+	// that it started, SSHKeys the names of the public keys installed for the login user
+	// (space-separated, from the last report) and Hostname the name set from the metadata.
+	SSHHostKey   string
+	SSHListening bool
+	SSHKeys      string
+	Hostname     string
+	// ConfigDrive is the device of the config drive (label config-2) and ConfigDriveUUID
+	// the uuid in its meta_data.json; NoConfigDrive says there was none.
+	ConfigDrive     string
+	ConfigDriveUUID string
+	NoConfigDrive   bool
 }
 
-var upLine = regexp.MustCompile(`osd-guest: eth0 (\S+) up gateway (\S+)`)
+var (
+	upLine          = regexp.MustCompile(`osd-guest: eth0 (\S+) up gateway (\S+)`)
+	hostKeyLine     = regexp.MustCompile(`^osd-guest: ssh host key (ssh-ed25519 [A-Za-z0-9+/=]+)$`)
+	keysLine        = regexp.MustCompile(`^osd-guest: ssh keys (.*?) ?installed for `)
+	hostnameLine    = regexp.MustCompile(`^osd-guest: hostname (\S+) \(from `)
+	configDriveLine = regexp.MustCompile(`^osd-guest: config drive config-2 on (\S+): uuid (\S+)$`)
+)
 
 // ParseConsole reads a console log for the guest's marker lines.
 func ParseConsole(log string) Console {
@@ -38,6 +56,19 @@ func ParseConsole(log string) Console {
 			c.Started, c.MetadataUUID, c.MetadataFail = true, strings.TrimSpace(strings.TrimPrefix(line, Marker+" metadata uuid ")), false
 		case strings.HasPrefix(line, Marker+" metadata unreachable"):
 			c.Started, c.MetadataFail = true, true
+		case strings.HasPrefix(line, Marker+" ssh server listening"):
+			c.Started, c.SSHListening = true, true
+		case strings.HasPrefix(line, Marker+" no config drive"):
+			c.Started, c.NoConfigDrive = true, true
+		case hostKeyLine.MatchString(line):
+			c.Started, c.SSHHostKey = true, hostKeyLine.FindStringSubmatch(line)[1]
+		case keysLine.MatchString(line):
+			c.Started, c.SSHKeys = true, keysLine.FindStringSubmatch(line)[1]
+		case hostnameLine.MatchString(line):
+			c.Started, c.Hostname = true, hostnameLine.FindStringSubmatch(line)[1]
+		case configDriveLine.MatchString(line):
+			m := configDriveLine.FindStringSubmatch(line)
+			c.Started, c.ConfigDrive, c.ConfigDriveUUID = true, m[1], m[2]
 		case strings.Contains(line, "no DHCP lease"):
 			c.Started = true
 			if c.Address == "" {

@@ -20,6 +20,12 @@ func TestParseConsole(t *testing.T) {
 			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1", MetadataUUID: "3f1c9a4e-0b6d-4c8e-9f3a-2d7e5b1c0a99"}},
 		{"metadata unreachable", "osd-guest: eth0 10.20.0.5/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata unreachable (http://169.254.169.254/openstack/latest/meta_data.json gave no answer for a minute)\n",
 			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1", MetadataFail: true}},
+		{"ssh and config drive", "osd-guest: ssh host key ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv+q/0=\r\nosd-guest: ssh server listening on port 22\r\n" +
+			"osd-guest: config drive config-2 on /dev/sr0: uuid 3f1c9a4e-0b6d-4c8e-9f3a-2d7e5b1c0a99\r\nosd-guest: hostname web-1 (from the config drive)\r\n" +
+			"osd-guest: ssh keys osd-key other installed for osd (from the metadata service)\r\n",
+			Console{Started: true, SSHHostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv+q/0=", SSHListening: true, ConfigDrive: "/dev/sr0",
+				ConfigDriveUUID: "3f1c9a4e-0b6d-4c8e-9f3a-2d7e5b1c0a99", Hostname: "web-1", SSHKeys: "osd-key other"}},
+		{"no config drive", "osd-guest: init started\nosd-guest: no config drive\n", Console{Started: true, NoConfigDrive: true}},
 		{"no nic", "osd-guest: init started\nosd-guest: no eth0 (interfaces: lo )\n", Console{Started: true, NoNIC: true}},
 		{"prefixed by kernel timestamps", "[  5.1] osd-guest: eth0 192.168.1.9/24 up gateway 192.168.1.1 mtu default", Console{Started: true, Address: "192.168.1.9/24", Gateway: "192.168.1.1"}},
 	} {

@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// extractDeb unpacks the regular files of a .deb's data archive for which
-// keep(path) is true (path without the leading "./") under dir, with
+// extractDeb unpacks the regular files and symbolic links of a .deb's data archive for
+// which keep(path) is true (path without the leading "./") under dir, with
 // dpkg-deb --fsys-tarfile (dpkg-deb handles every compression Debian uses).
 func extractDeb(ctx context.Context, deb, dir string, keep func(string) bool) (int, error) {
 	cmd := exec.CommandContext(ctx, "dpkg-deb", "--fsys-tarfile", deb)
@@ -46,12 +46,21 @@ func untar(r io.Reader, dir string, keep func(string) bool) (int, error) {
 			return n, fmt.Errorf("read package archive: %w", err)
 		}
 		name := strings.TrimPrefix(filepath.Clean("/"+h.Name), "/")
-		if h.Typeflag != tar.TypeReg || name == "" || !keep(name) {
+		if (h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeSymlink) || name == "" || !keep(name) {
 			continue
 		}
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return n, err
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			// Kept as a link: it is followed only within dir (resolveInRoot).
+			os.Remove(p)
+			if err := os.Symlink(h.Linkname, p); err != nil {
+				return n, err
+			}
+			n++
+			continue
 		}
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {

@@ -1,10 +1,14 @@
 // Package guest owns osd's guest test image: a Debian cloud kernel and a
 // busybox initramfs built from Debian packages fetched from the configured
-// apt mirror (nothing else is downloaded). The initramfs loads the virtio
-// network modules (in modules.dep order), brings eth0 up with udhcpc, prints
-// a marker line with its address on the console (see ParseConsole), reads its
-// own uuid from the metadata service at 169.254.169.254 and prints it, and
-// keeps running with small TCP listeners on ports 22 and 80.
+// apt mirror (nothing else is downloaded), with Debian's dropbear SSH server
+// and the shared libraries its binaries load (ELFClosure). The initramfs loads
+// the virtio network, CD-ROM and ACPI button modules (in modules.dep order),
+// brings eth0 up with udhcpc, prints a marker line with its address on the
+// console (see ParseConsole), reads meta_data.json from a config drive (label
+// config-2) and from the metadata service at 169.254.169.254, prints its uuid,
+// sets its hostname and installs the public keys for LoginUser, serves SSH on
+// port 22 (its host key printed on the console) and HTTP on port 80, offers a
+// console login (ConsolePassword) and powers off on the ACPI power button.
 //
 // Build caches the kernel/initramfs pair under CacheDir/guest keyed by the
 // resolved package versions and the initramfs recipe, so building twice is

@@ -11,6 +11,15 @@ import (
 // virtio disk Nova attaches); those built into the kernel are skipped.
 var NetModules = []string{"virtio_pci", "virtio_net", "failover", "net_failover", "virtio_blk"}
 
+// DriveModules read a config drive as Nova attaches it by default: an ISO 9660 CD-ROM on
+// the IDE controller of QEMU's pc machine (ata_piix, the SCSI CD-ROM driver, isofs); their
+// dependencies (libata, scsi_mod, cdrom) come with them.
+var DriveModules = []string{"ata_piix", "sr_mod", "isofs"}
+
+// PowerModules deliver the ACPI power button to busybox's acpid (the button driver and
+// its input events), so that a soft power off from the hypervisor ends the guest.
+var PowerModules = []string{"button", "evdev"}
+
 // ModuleName is a module's name from its path in modules.dep or
 // modules.builtin ("kernel/drivers/net/virtio_net.ko" -> "virtio_net";
 // dashes and underscores are the same to the kernel).
