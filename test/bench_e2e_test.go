@@ -21,7 +21,8 @@ import (
 // BenchmarkOpenStack measures a full osd init on a fresh state dir (images from the cache
 // dir when built before), by phase; a no-op re-run; the proportional memory (PSS) of the
 // whole stack once idle; Keystone token issue latency over 100 requests; the first server
-// (init start to ACTIVE, create to ping of its floating IP); `openstack server list`.
+// (init start to ACTIVE, create to ping of its floating IP); `openstack server list`; after
+// a power cut, the daemon's start to every API answering and to the server's ping.
 // It reports metrics (make bench with OSD_E2E=1).
 func BenchmarkOpenStack(b *testing.B) {
 	requireE2E(b)
@@ -104,6 +105,24 @@ func BenchmarkOpenStack(b *testing.B) {
 	fmt.Printf("openstack: init %s, no-op %s, stack PSS %d MiB, token p50 %s p99 %s; first server ACTIVE %s after init (%s from init start), ping %s after create; openstack server list p50 %s\n",
 		total.Round(time.Second), noop.Round(time.Millisecond), pss/1024, p50, p99,
 		active.Round(time.Millisecond), (total + active).Round(time.Second), bootToPing.Round(time.Millisecond), cli[len(cli)/2].Round(time.Millisecond))
+
+	// A power cut with the server running (powerCut), then only the daemon: its start to
+	// every public endpoint answering with a Keystone token, and to the server's ping.
+	endpoints := n.publicEndpoints(b)
+	n.powerCut(b)
+	t3 := time.Now()
+	if err := n.startDaemon(); err != nil {
+		b.Fatal(err)
+	}
+	apis := n.recoverAPIs(b, endpoints, 15*time.Minute)
+	if _, err := waitPing(fip, 10*time.Minute); err != nil {
+		b.Fatalf("the server after the power cut: %v", err)
+	}
+	ping := time.Since(t3)
+	b.ReportMetric(apis.Seconds(), "s-powercut-to-apis")
+	b.ReportMetric(ping.Seconds(), "s-powercut-to-ping")
+	fmt.Printf("power cut: every API answered %s after the daemon started, the running server answered ping after %s\n",
+		apis.Round(time.Second), ping.Round(time.Second))
 }
 
 // stackPSS sums the proportional set size (KiB) of every process of the stack: the daemon

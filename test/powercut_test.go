@@ -200,7 +200,7 @@ func (n *node) checkNewServer(t *testing.T, name string) {
 
 // publicEndpoints maps each release to the public URLs of the services it serves, from
 // the Keystone catalog (service heat-cfn belongs to release heat, cinderv3 to cinder).
-func (n *node) publicEndpoints(t *testing.T) map[string][]string {
+func (n *node) publicEndpoints(t testing.TB) map[string][]string {
 	t.Helper()
 	out, err := n.openstack("endpoint", "list", "--interface", "public", "-f", "json")
 	if err != nil {
@@ -242,7 +242,7 @@ func (n *node) publicEndpoints(t *testing.T) map[string][]string {
 // again a probe cache later (the daemon reuses an endpoint's probe for 5 s), and a
 // release still called ready that still does not answer is an error. Past timeout the
 // cloud is marked broken.
-func (n *node) recoverAPIs(t *testing.T, endpoints map[string][]string, timeout time.Duration) time.Duration {
+func (n *node) recoverAPIs(t testing.TB, endpoints map[string][]string, timeout time.Duration) time.Duration {
 	t.Helper()
 	t0 := time.Now()
 	hc := &http.Client{Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
