@@ -228,14 +228,16 @@ func (l Launcher) metadataTimeout() time.Duration {
 
 // guestReport waits for the guest's report of the metadata service on its console (the
 // test image reads its uuid, hostname and SSH keys from http://169.254.169.254 once it
-// has a lease) and returns what the console says by then.
+// has a lease) and, from the test image, for its SSH server's host key (printed as the
+// server starts, which on a loaded host may come after the metadata report), and
+// returns what the console says by then.
 func (l Launcher) guestReport(ctx context.Context, id string) guest.Console {
 	deadline := time.Now().Add(l.metadataTimeout())
 	var con guest.Console
 	for {
 		if out, err := l.Client.ConsoleOutput(ctx, id, 0); err == nil {
 			con = guest.ParseConsole(out)
-			if _, ok := MetadataFinding(con, id); ok {
+			if _, ok := MetadataFinding(con, id); ok && (!con.Started || con.SSHHostKey != "") {
 				return con
 			}
 		}

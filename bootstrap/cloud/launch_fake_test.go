@@ -23,13 +23,17 @@ const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv2n5pd0bU4Cq1y6nW3tqyA3Ah
 // makes, from loopback. It is a fake because Nova and Neutron are not always
 // deployed where these tests run; TestDevCloudLaunch runs the real thing.
 type fakeCloud struct {
-	mu         sync.Mutex
-	srv        *httptest.Server
-	polls      int    // GET server calls
-	status     string // final server status
-	fault      string
-	vifType    string
-	console    string
+	mu      sync.Mutex
+	srv     *httptest.Server
+	polls   int    // GET server calls
+	status  string // final server status
+	fault   string
+	vifType string
+	console string
+	// later, when set, is the console from the third console read on (a guest whose SSH
+	// server starts after its metadata report, as on a loaded host).
+	later      string
+	reads      int
 	created    map[string]any
 	floatingIP map[string]any
 }
@@ -100,6 +104,11 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 	case p == "POST /compute/v2.1/servers/s1/remote-consoles":
 		js(200, map[string]any{"remote_console": map[string]string{"url": "http://192.0.2.2:30680/vnc_auto.html?token=x"}})
 	case p == "POST /compute/v2.1/servers/s1/action":
+		f.reads++
+		if f.later != "" && f.reads > 2 {
+			js(200, map[string]string{"output": f.later})
+			return
+		}
 		js(200, map[string]string{"output": f.console})
 	case p == "GET /network/v2.0/routers":
 		js(200, map[string]any{"routers": []map[string]any{{"id": "r1", "name": "osd-router", "external_gateway_info": map[string]string{"network_id": "n-ext"}}}})
@@ -141,6 +150,7 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 		fault     string
 		vifType   string
 		console   string
+		later     string
 		probe     *fakeProbe
 		err       string
 		reachable bool
@@ -150,6 +160,10 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 	}{
 		{name: "reachable", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 1, sshAfter: 2}, reachable: true,
 			console:  "osd-guest: ssh host key " + hostKey + "\nosd-guest: eth0 10.20.0.7/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata uuid s1\n",
+			metadata: "the guest read its own uuid", ssh: "osd@172.24.4.150 " + hostKey + " hostname"},
+		{name: "reachable, host key after the metadata report", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 0, sshAfter: 0}, reachable: true,
+			console:  "osd-guest: eth0 10.20.0.7/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata uuid s1\n",
+			later:    "osd-guest: eth0 10.20.0.7/24 up gateway 10.20.0.1 mtu 1442\nosd-guest: metadata uuid s1\nosd-guest: ssh host key " + hostKey + "\nosd-guest: ssh server listening on port 22\n",
 			metadata: "the guest read its own uuid", ssh: "osd@172.24.4.150 " + hostKey + " hostname"},
 		{name: "reachable, ssh never answers", status: "ACTIVE", vifType: "ovs", probe: &fakeProbe{answerAfter: 0, sshAfter: -1}, reachable: true,
 			console: "osd-guest: ssh host key " + hostKey + "\nosd-guest: metadata uuid s1\n", metadata: "the guest read its own uuid"},
@@ -161,7 +175,7 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 			err:     "does not answer ping on 172.24.4.150", diagnosis: "port binding failed (binding:vif_type=binding_failed on host vm)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeCloud{status: tc.status, fault: tc.fault, vifType: tc.vifType, console: tc.console}
+			f := &fakeCloud{status: tc.status, fault: tc.fault, vifType: tc.vifType, console: tc.console, later: tc.later}
 			f.srv = httptest.NewServer(http.HandlerFunc(f.handler))
 			defer f.srv.Close()
 			ctx := context.Background()

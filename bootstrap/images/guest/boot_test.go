@@ -307,7 +307,7 @@ func TestBuildBootDHCP(t *testing.T) {
 		t.Errorf("console lacks the marker with gateway %s (from classless static routes) and mtu 1400", tn.server)
 	}
 	t.Logf("guest %s: boot to DHCP lease %s (console %+v)", name, time.Since(start).Round(time.Millisecond), c)
-	for deadline := time.Now().Add(90 * time.Second); (c.MetadataUUID == "" && !c.MetadataFail || c.ConfigDrive == "" && !c.NoConfigDrive || c.SSHKeys == "") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); (c.MetadataUUID == "" && !c.MetadataFail || c.ConfigDrive == "" && !c.NoConfigDrive || c.SSHKeys == "" || c.SSHHostKey == "") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		b, _ := os.ReadFile(console)
 		c = ParseConsole(string(b))
 	}
