@@ -48,8 +48,11 @@ print-pkg-version:
 
 # Unit tests first (fast, no root needed), then the integration suites that start the real
 # daemon, k3s, OVS and libvirt. OSD_BIN points the integration tests at the built binary.
-test: build
-	OSD_E2E=1 $(GOTEST) -count=1 -timeout 80m -p 1 ./... 2>&1 | tee test-output.txt; exit $${PIPESTATUS[0]}
+# The package tests install the .deb in a clean Debian root and inspect the snap: make test
+# builds both first and names them (OSD_DEB, OSD_SNAP).
+test: build packages
+	OSD_E2E=1 OSD_DEB=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.deb OSD_SNAP=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.snap \
+		$(GOTEST) -count=1 -timeout 80m -p 1 ./... 2>&1 | tee test-output.txt; exit $${PIPESTATUS[0]}
 
 unit:
 	$(GOTEST) -count=1 -short ./...

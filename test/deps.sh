@@ -8,15 +8,25 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
+# What osd needs on a host: the one list preflight checks and the .deb depends on.
+list="$(dirname "$0")/../bootstrap/preflight/packages.txt"
+mapfile -t host_packages < <(awk '{ sub(/#.*/, "") } $1 == "depends" || $1 == "recommends" { print $2 }' "$list")
+if [ "${#host_packages[@]}" -eq 0 ]; then
+	echo "test/deps.sh: no packages in $list" >&2
+	exit 1
+fi
+
 packages=(
+	"${host_packages[@]}"
 	# build
 	make gcc libc6-dev git pkg-config
-	# embedded Kubernetes runtime pieces: the runc shim, runc, CNI plugins, iptables
-	containerd runc containernetworking-plugins iptables iproute2 procps kmod util-linux mount
-	# host preparation: Open vSwitch, nftables, libvirt + QEMU (TCG), LVM
-	openvswitch-switch nftables libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils lvm2
+	# the tests' tools: process listing, network checks, libvirt's client
+	procps util-linux nftables libvirt-clients qemu-utils
+	# packaging: the .deb (dpkg-dev, lintian), the snap (squashfs-tools; snapd for snap pack),
+	# systemd-analyze for the unit
+	dpkg-dev lintian squashfs-tools snapd systemd
 	# image building from Debian packages
-	mmdebstrap busybox-static ca-certificates
+	busybox-static ca-certificates
 	# test guests: a Debian kernel for TCG boots; the OpenStack client for the end-to-end checks
 	linux-image-cloud-amd64 cpio python3-openstackclient python3-heatclient iputils-ping curl
 	# logging into test guests over SSH; config drives made as Nova makes them (guest boot test)

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/osdcloud/osd/daemon/client"
 )
@@ -249,10 +251,26 @@ func startDaemon(g *globals) error {
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	closeInheritedFiles()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start osd daemon: %w", err)
 	}
 	return cmd.Process.Release()
+}
+
+// closeInheritedFiles keeps the descriptors this process inherited (from a package
+// manager running a maintainer script: its locks and status pipes) out of the detached
+// daemon, which outlives it.
+func closeInheritedFiles() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }
 
 // stopDaemon stops a running daemon: through systemd when a unit runs it, else by SIGTERM

@@ -4,8 +4,9 @@
 #   snap/deb/build.sh VERSION BINARY OUTDIR MAINTAINER
 # Depends and Recommends come from bootstrap/preflight/packages.txt (the list preflight
 # checks), plus the shared libraries the binary links. SOURCE_DATE_EPOCH dates the
-# changelog, the man pages and the files. DEB_COMPRESS picks the compression (default zstd:
-# seconds where xz takes minutes for the 250 MB binary; dpkg reads both since Debian 12).
+# changelog, the man pages and the files. DEB_COMPRESS and DEB_COMPRESS_LEVEL pick the
+# compression (default xz at level 1: a minute where level 6 takes several for the 250 MB
+# binary; lintian refuses zstd).
 set -euo pipefail
 
 if [ $# -ne 4 ]; then
@@ -74,5 +75,5 @@ find "$pkg" -type d -exec chmod 0755 {} +
 
 mkdir -p "$out"
 deb="$out/osd_${version}_amd64.deb"
-dpkg-deb --root-owner-group -Z"${DEB_COMPRESS:-zstd}" --build "$pkg" "$deb" >/dev/null
+dpkg-deb --root-owner-group -Z"${DEB_COMPRESS:-xz}" -z"${DEB_COMPRESS_LEVEL:-1}" --build "$pkg" "$deb" >/dev/null
 echo "$deb"
