@@ -18,15 +18,16 @@ PKG_VERSION := $(shell echo '$(VERSION)' | sed -e 's/^v//' -e 's/-\([0-9]*\)-g/+
 PKG_MAINTAINER ?= $(shell git log --reverse --format='%an <%ae>' 2>/dev/null | head -1)
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
 DIST := dist
-LDFLAGS := -s -w \
-	-X github.com/k3s-io/k3s/pkg/version.UpstreamGolang=$(shell $(GO) env GOVERSION) \
-	-X github.com/osdcloud/osd/daemon/api.Version=$(VERSION)
+LDFLAGS_BASE := -s -w -X github.com/k3s-io/k3s/pkg/version.UpstreamGolang=$(shell $(GO) env GOVERSION)
+LDFLAGS := $(LDFLAGS_BASE) -X github.com/osdcloud/osd/daemon/api.Version=$(VERSION)
+# The version of bin/osd-next (make next): the same source, linked again as a later version.
+NEXT_VERSION := $(VERSION).next
 GOBUILD := $(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)"
 GOTEST := $(GO) test -tags "$(TAGS)"
 
 STATE_DIR ?= /var/lib/osd
 
-.PHONY: build test unit integration up bench e2e fuzz clean deps deb snap packages print-pkg-version
+.PHONY: build test unit integration up bench e2e upgrade-e2e fuzz clean deps deb snap packages next print-pkg-version
 build:
 	$(GOBUILD) -o bin/osd ./cmd/osd
 
@@ -43,15 +44,23 @@ snap: build
 
 packages: deb snap
 
+# bin/osd-next: bin/osd linked again as version NEXT_VERSION (only the link step runs again).
+# make test's "package upgrade" group restarts the shared cloud on it through the .deb's
+# postinst, as installing a newer package does.
+next: build
+	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS_BASE) -X github.com/osdcloud/osd/daemon/api.Version=$(NEXT_VERSION)" -o bin/osd-next ./cmd/osd
+
 print-pkg-version:
 	@echo '$(PKG_VERSION)'
 
 # Unit tests first (fast, no root needed), then the integration suites that start the real
 # daemon, k3s, OVS and libvirt. OSD_BIN points the integration tests at the built binary.
-# The package tests install the .deb in a clean Debian root and inspect the snap: make test
-# builds both first and names them (OSD_DEB, OSD_SNAP).
-test: build packages
+# The package tests install the .deb in a clean Debian root and inspect the snap, and the
+# upgrade checks run its postinst with bin/osd-next: make test builds them first and names
+# them (OSD_DEB, OSD_SNAP, OSD_NEXT_BIN).
+test: build packages next
 	OSD_E2E=1 OSD_DEB=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.deb OSD_SNAP=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.snap \
+		OSD_NEXT_BIN=$(CURDIR)/bin/osd-next \
 		$(GOTEST) -count=1 -timeout 80m -p 1 ./... 2>&1 | tee test-output.txt; exit $${PIPESTATUS[0]}
 
 unit:
@@ -69,6 +78,15 @@ bench: build
 e2e: build
 	OSD_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E' ./test/ 2>&1 | tee e2e-output.txt; exit $${PIPESTATUS[0]}
 
+# The upgrade from the previous release's package (TestPackageUpgrade): the .deb built from
+# OSD_UPGRADE_FROM (default HEAD~1) in a git worktree is installed on this host and brings a
+# cloud up in /var/lib/osd (a deployment of its own: 30 to 60 minutes, so not in make test),
+# then the current .deb is installed over it. The host must have no osd package and no
+# /var/lib/osd; the test ends with osd reset and dpkg --purge osd.
+upgrade-e2e: deb
+	OSD_E2E=1 OSD_UPGRADE_E2E=1 OSD_DEB=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.deb \
+		$(GOTEST) -count=1 -timeout 150m -v -run '^TestPackageUpgrade$$' ./test/ 2>&1 | tee upgrade-e2e-output.txt; exit $${PIPESTATUS[0]}
+
 FUZZTIME ?= 20s
 fuzz:
 	$(GOTEST) -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./daemon/rest/
@@ -78,4 +96,4 @@ fuzz:
 	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundleEntry$$' -fuzztime $(FUZZTIME) ./bootstrap/images/
 
 clean:
-	rm -rf bin $(DIST) test-output.txt bench-output.txt
+	rm -rf bin $(DIST) test-output.txt bench-output.txt e2e-output.txt upgrade-e2e-output.txt

@@ -1,11 +1,10 @@
 package test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,169 +14,155 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 )
 
-// installedNode is the cloud the installed package runs: /usr/bin/osd on the default
-// state and run dirs.
-func installedNode(t *testing.T) *node {
-	return &node{t: t, bin: "/usr/bin/osd", stateDir: "/var/lib/osd", runDir: "/run/osd", log: &bytes.Buffer{}}
-}
+func init() { registerE2E("package upgrade", stageDestructive, checkPackageUpgrade) }
 
-// TestPackageUpgrade installs the .deb built from the previous commit (OSD_UPGRADE_FROM,
-// default HEAD~1) on this host, brings the cloud up with osd init and creates a server,
-// then installs the current .deb over the running cloud. The daemon is restarted under its
-// workloads: the server keeps running (same QEMU process), so do the pods (same shim
-// processes), no Helm release whose values did not change gets a new revision, osd status
-// shows the new version, Keystone issues a token. A downgrade back to the previous package is refused. It ends with osd reset and
-// dpkg --purge.
-func TestPackageUpgrade(t *testing.T) {
-	requireE2E(t)
-	requireTools(t, "git", "apt-get", "dpkg", "make")
-	if out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Abbrev}", "osd").Output(); err == nil && strings.HasPrefix(string(out), "i") {
-		t.Skipf("the osd package is installed on this host already: dpkg --purge osd first")
+// checkPackageUpgrade does to the shared cloud what installing a newer .deb does to a
+// running one: the package's postinst runs as dpkg runs it on an upgrade, with `osd` being
+// the current build linked again as a later version (OSD_NEXT_BIN). The old daemon stops
+// keeping its workloads, the state database is backed up, the new daemon starts and
+// converges: a server booted before keeps its QEMU process and stays ACTIVE, every pod's
+// shim is the same process, no Helm release gets a new revision (the values are the same),
+// osd status shows the new version and Keystone issues a token. The new daemon runs
+// detached, as after a real upgrade, until the teardown's osd reset stops it. What dpkg
+// itself does (unpacking, refusing a downgrade, the unit) is checked in a clean root by
+// TestDebInCleanDebian; the upgrade from the previous commit's package by TestPackageUpgrade.
+func checkPackageUpgrade(t *testing.T, n *node) {
+	deb := artifact(t, "OSD_DEB", "deb", "deb")
+	next, nextVersion := nextBin(t)
+	id := n.bootServer(t, "upgrade-server")
+	qemu := qemuPID(t, n, id)
+	before := status(t, n)
+	if before.Version == nextVersion {
+		t.Fatalf("the cloud runs %s already: OSD_NEXT_BIN must be a later build", nextVersion)
 	}
-	if _, err := os.Stat("/var/lib/osd"); err == nil {
-		t.Skipf("/var/lib/osd exists (a cloud on this host?): osd reset first")
+	shims := processesMatching("containerd-shim-runc-v2")
+	if len(shims) == 0 {
+		t.Fatal("no pod shim (containerd-shim-runc-v2) runs before the upgrade")
 	}
-	newDeb := artifact(t, "OSD_DEB", "deb", "deb")
-	from := os.Getenv("OSD_UPGRADE_FROM")
-	if from == "" {
-		from = "HEAD~1"
-	}
-	oldDeb := debAt(t, from)
-	oldVersion, newVersion := debField(t, oldDeb, "Version"), debField(t, newDeb, "Version")
-	if exec.Command("dpkg", "--compare-versions", newVersion, "gt", oldVersion).Run() != nil {
-		t.Fatalf("the current package %s is not newer than %s's %s", newVersion, from, oldVersion)
-	}
-	n := installedNode(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			if b, err := os.ReadFile("/var/lib/osd/logs/daemon.log"); err == nil {
-				t.Logf("daemon.log (tail):\n%s", tail(string(b), 60))
-			}
-		}
-		bin := n.bin
-		if _, err := os.Stat(bin); err != nil {
-			bin = osdBin(t)
-		}
-		if out, err := runErr(15*time.Minute, nil, bin, "reset", "--yes"); err != nil {
-			t.Errorf("cleanup: osd reset: %v\n%s", err, tail(out, 30))
-		}
-		if out, err := runErr(5*time.Minute, []string{"DEBIAN_FRONTEND=noninteractive"}, "dpkg", "--purge", "osd"); err != nil {
-			t.Errorf("cleanup: dpkg --purge osd: %v\n%s", err, out)
-		}
-	})
 
 	t0 := time.Now()
-	aptInstall(t, oldDeb)
-	out, err := n.osd("init", "--timeout", "45m")
+	out, err := postinstUpgrade(t, deb, next, debField(t, deb, "Version"), n.stateDir, n.runDir)
 	if err != nil {
-		t.Fatalf("osd init with %s's package: %v\n%s", from, err, tail(out, 40))
+		t.Fatalf("postinst configure (the upgrade): %v\n%s\n%s", err, out, daemonLogTail(n))
 	}
-	t.Logf("%s installed and the cloud up in %s", oldVersion, time.Since(t0).Round(time.Second))
-	before := status(t, n)
-
-	out, err = n.openstack("server", "create", "--flavor", "m1.tiny", "--image", "osd-test", "--network", "osd-net", "--wait", "-f", "value", "-c", "id", "upgrade-server")
-	id := strings.TrimSpace(out)
-	if err != nil || !uuidRE.MatchString(id) {
-		t.Fatalf("server create: %v\n%s", err, out)
-	}
-	defer n.openstack("server", "delete", "--wait", id)
-	qemu := qemuPID(t, n, id)
-	t.Logf("server %s runs as QEMU process %d", id, qemu)
-
-	shims := processesMatching("containerd-shim-runc-v2")
-	t1 := time.Now()
-	out = aptInstall(t, newDeb)
-	for _, want := range []string{"its workloads keep running", "state database backed up to /var/lib/osd/osd.db.pre-upgrade", "the osd daemon is running (version"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("apt-get install of the newer package did not say %q:\n%s", want, tail(out, 30))
+	t.Logf("postinst restarted the daemon in %s:\n%s", time.Since(t0).Round(time.Second), out)
+	if n.cmd != nil {
+		select {
+		case <-n.exited:
+			if code := n.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("the old daemon exited with %d, want 0", code)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("the old daemon (pid %d) still runs after the postinst restarted it", n.cmd.Process.Pid)
 		}
+		n.cmd = nil // the new daemon is detached: osd reset stops it at the teardown
 	}
-	after := waitConverged(t, n, 30*time.Minute)
-	t.Logf("upgraded to %s and converged in %s", newVersion, time.Since(t1).Round(time.Second))
+	checkUpgradeOutput(t, out, n.stateDir, nextVersion)
+	after := waitConverged(t, n, t0, 20*time.Minute)
+	t.Logf("upgraded from %s to %s; converged %s after the postinst started", before.Version, after.Version, time.Since(t0).Round(time.Second))
+	if after.Version != nextVersion {
+		t.Errorf("osd status version after the upgrade = %q, want %q", after.Version, nextVersion)
+	}
 
-	osdVersion := strings.TrimPrefix(strings.TrimSpace(run(t, time.Minute, nil, "/usr/bin/osd", "--version")), "osd ")
-	t.Logf("osd status: version %s before, %s after", before.Version, after.Version)
-	if after.Version != osdVersion || before.Version == after.Version {
-		t.Errorf("osd status version before %q, after %q: want the new daemon's %q after", before.Version, after.Version, osdVersion)
-	}
-	if _, err := os.Stat("/var/lib/osd/osd.db.pre-upgrade"); err != nil {
-		t.Errorf("no state backup: %v", err)
-	}
 	if pid := qemuPID(t, n, id); pid != qemu {
 		t.Errorf("server's QEMU process after the upgrade = %d, want %d (the guest must keep running)", pid, qemu)
 	}
 	if st := n.field(t, "server", "show", id, "-f", "value", "-c", "status"); st != "ACTIVE" {
 		t.Errorf("server status after the upgrade = %s, want ACTIVE", st)
 	}
-	var changed []string
-	for name, b := range before.Deployment.Children {
-		a := after.Deployment.Children[name]
-		switch {
-		case a.ValuesHash != b.ValuesHash:
-			changed = append(changed, name+" "+strconv.Itoa(b.Revision)+"->"+strconv.Itoa(a.Revision))
-		case a.Revision != b.Revision:
-			t.Errorf("release %s: values unchanged, revision %d -> %d: want no upgrade", name, b.Revision, a.Revision)
-		}
+	if changed := changedReleases(before.Deployment, after.Deployment); len(changed) > 0 {
+		t.Errorf("releases upgraded although their values did not change: %v", changed)
 	}
-	t.Logf("releases whose values changed between the commits: %v", changed)
-	// The pods ran on through the restart: their shims (one per pod) are the same
-	// processes, unless a release was upgraded and replaced some of them.
-	var gone []string
-	for _, p := range shims {
-		pid, _ := strconv.Atoi(strings.SplitN(p, ":", 2)[0])
-		if syscall.Kill(pid, 0) != nil {
-			gone = append(gone, p)
-		}
-	}
-	t.Logf("%d of the %d pod shims running before the upgrade still run", len(shims)-len(gone), len(shims))
-	if len(shims) == 0 || (len(changed) == 0 && len(gone) > 0) {
-		t.Errorf("pods were restarted by the upgrade although no release changed (shims gone: %v)", gone)
+	if gone := exited(shims); len(gone) > 0 {
+		t.Errorf("%d of the %d pod shims running before the upgrade are gone (their pods were restarted): %v", len(gone), len(shims), gone)
 	}
 	if out, err := n.openstack("token", "issue", "-f", "value", "-c", "id"); err != nil || strings.TrimSpace(out) == "" {
 		t.Errorf("openstack token issue after the upgrade: %v\n%s", err, out)
 	}
-
-	out, err = runErr(10*time.Minute, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", "install", "-y", "--allow-downgrades", oldDeb)
-	if err == nil || !strings.Contains(out, "refusing to downgrade from "+newVersion+" to "+oldVersion) {
-		t.Errorf("installing %s over %s's state = %v, want a refusal:\n%s", oldVersion, newVersion, err, tail(out, 20))
-	}
-	if got := strings.TrimSpace(run(t, time.Minute, nil, "dpkg-query", "-W", "-f", "${Version}", "osd")); got != newVersion {
-		t.Errorf("after the refused downgrade the package is %s, want %s", got, newVersion)
+	if t.Failed() {
+		t.Log(daemonLogTail(n))
 	}
 }
 
-// debAt builds the .deb of another commit in a temporary git worktree.
-func debAt(t *testing.T, rev string) string {
+// nextBin is the current build linked again as a later version (make next builds
+// bin/osd-next; make test names it in OSD_NEXT_BIN), and the version it reports.
+func nextBin(t testing.TB) (string, string) {
 	t.Helper()
-	top, err := filepath.Abs("..")
+	p := os.Getenv("OSD_NEXT_BIN")
+	if p == "" {
+		p = "../bin/osd-next"
+		if _, err := os.Stat(p); err != nil {
+			t.Skip("no bin/osd-next: run make next (or set OSD_NEXT_BIN)")
+		}
+	}
+	abs, err := filepath.Abs(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "src")
-	if out, err := runErr(5*time.Minute, nil, "git", "-C", top, "worktree", "add", "--detach", dir, rev); err != nil {
-		t.Skipf("no git worktree of %s (a shallow clone?): %v\n%s", rev, err, out)
+	out := strings.TrimSpace(run(t, time.Minute, nil, abs, "--version"))
+	v, ok := strings.CutPrefix(out, "osd ")
+	if !ok || v == "" {
+		t.Fatalf("%s --version = %q, want \"osd VERSION\"", abs, out)
 	}
-	t.Cleanup(func() { exec.Command("git", "-C", top, "worktree", "remove", "--force", dir).Run() })
-	if _, err := os.Stat(filepath.Join(dir, "snap/deb/build.sh")); err != nil {
-		t.Skipf("%s has no .deb packaging (make deb)", rev)
-	}
-	t0 := time.Now()
-	run(t, 40*time.Minute, nil, "make", "-C", dir, "deb")
-	debs, _ := filepath.Glob(filepath.Join(dir, "dist", "osd_*.deb"))
-	if len(debs) != 1 {
-		t.Fatalf("make deb in %s's worktree made %v, want one .deb", rev, debs)
-	}
-	t.Logf("built %s from %s in %s", filepath.Base(debs[0]), rev, time.Since(t0).Round(time.Second))
-	return debs[0]
+	return abs, v
 }
 
-func aptInstall(t *testing.T, deb string) string {
+// postinstUpgrade runs the .deb's postinst as dpkg runs it when the package replaces an
+// older one (postinst configure OLD-VERSION), for the daemon of stateDir and runDir (the
+// OSD_STATE_DIR and OSD_RUN_DIR the CLI reads). `osd` on its PATH is bin; stand-ins for
+// deb-systemd-helper and systemctl keep the host's systemd configuration untouched (what
+// the script does to the unit is checked in the clean root by TestDebInCleanDebian).
+func postinstUpgrade(t testing.TB, deb, bin, oldVersion, stateDir, runDir string) (string, error) {
 	t.Helper()
-	return run(t, 30*time.Minute, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", "install", "-y", "--no-install-recommends", deb)
+	dir := t.TempDir()
+	run(t, time.Minute, nil, "dpkg-deb", "--control", deb, filepath.Join(dir, "control"))
+	path := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(path, "osd")); err != nil {
+		t.Fatal(err)
+	}
+	for _, stub := range []string{"deb-systemd-helper", "systemctl"} {
+		if err := os.WriteFile(filepath.Join(path, stub), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return runErr(10*time.Minute, []string{"PATH=" + path + ":" + os.Getenv("PATH"),
+		"OSD_STATE_DIR=" + stateDir, "OSD_RUN_DIR=" + runDir,
+		"DPKG_MAINTSCRIPT_PACKAGE=osd", "DPKG_MAINTSCRIPT_NAME=postinst"},
+		"sh", filepath.Join(dir, "control", "postinst"), "configure", oldVersion)
+}
+
+// checkUpgradeOutput checks that the postinst's restart said what it did: the old daemon
+// stopped keeping the workloads, the state backed up, the new daemon running.
+func checkUpgradeOutput(t testing.TB, out, stateDir, version string) {
+	t.Helper()
+	for _, want := range []string{
+		"its workloads keep running",
+		"state database backed up to " + filepath.Join(stateDir, "osd.db.pre-upgrade"),
+		"the osd daemon is running (version " + version + ")",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the upgrade's postinst did not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "osd.db.pre-upgrade")); err != nil {
+		t.Errorf("no state backup: %v", err)
+	}
+}
+
+// daemonLogTail is the end of the log of a daemon osd daemon start ran detached.
+func daemonLogTail(n *node) string {
+	b, err := os.ReadFile(filepath.Join(n.stateDir, "logs", "daemon.log"))
+	if err != nil {
+		return "no daemon.log: " + err.Error()
+	}
+	return "daemon.log (tail):\n" + tail(string(b), 60)
 }
 
 // status is what osd status --format json shows.
-func status(t *testing.T, n *node) statusJSON {
+func status(t testing.TB, n *node) statusJSON {
 	t.Helper()
 	out, err := n.osd("status", "--format", "json")
 	if err != nil {
@@ -191,37 +176,57 @@ func status(t *testing.T, n *node) statusJSON {
 }
 
 type statusJSON struct {
-	Version string `json:"version"`
-	Init    *struct {
-		State string `json:"state"`
-		Error string `json:"error"`
-	} `json:"init"`
+	Version    string                `json:"version"`
+	Init       *api.InitState        `json:"init"`
 	Deployment *api.DeploymentStatus `json:"deployment"`
 }
 
-// waitConverged waits until the daemon's converge at start succeeded.
-func waitConverged(t *testing.T, n *node, timeout time.Duration) statusJSON {
+// waitConverged waits until a converge run that started after since (the one a daemon
+// runs at its start) succeeded, and returns the status then.
+func waitConverged(t testing.TB, n *node, since time.Time, timeout time.Duration) statusJSON {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(5 * time.Second) {
 		out, err := n.osd("status", "--format", "json")
-		if err != nil {
-			last = out
+		last = out
+		var st statusJSON
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || st.Init == nil || st.Deployment == nil || st.Init.Started.Before(since) {
 			continue
 		}
-		var st statusJSON
-		if json.Unmarshal([]byte(out), &st) == nil && st.Init != nil && st.Deployment != nil {
-			switch st.Init.State {
-			case "succeeded":
-				return st
-			case "failed":
-				t.Fatalf("the new daemon's converge failed: %s", st.Init.Error)
-			}
+		switch st.Init.State {
+		case api.ConvergeSucceeded:
+			return st
+		case api.ConvergeFailed:
+			t.Fatalf("the new daemon's converge failed: %s\n%s", st.Init.Error, daemonLogTail(n))
 		}
-		last = out
 	}
-	t.Fatalf("the new daemon did not converge in %s:\n%s", timeout, tail(last, 40))
+	t.Fatalf("the new daemon did not converge in %s:\n%s\n%s", timeout, tail(last, 40), daemonLogTail(n))
 	return statusJSON{}
+}
+
+// changedReleases lists the releases whose revision differs between two deployment
+// statuses, as "name a->b".
+func changedReleases(before, after *api.DeploymentStatus) []string {
+	var changed []string
+	for name, b := range before.Children {
+		if a := after.Children[name]; a.Revision != b.Revision {
+			changed = append(changed, name+" "+strconv.Itoa(b.Revision)+"->"+strconv.Itoa(a.Revision))
+		}
+	}
+	sort.Strings(changed)
+	return changed
+}
+
+// exited are the processes of a processesMatching list that no longer run.
+func exited(procs []string) []string {
+	var gone []string
+	for _, p := range procs {
+		pid, _ := strconv.Atoi(strings.SplitN(p, ":", 2)[0])
+		if syscall.Kill(pid, 0) != nil {
+			gone = append(gone, p)
+		}
+	}
+	return gone
 }
 
 // qemuPID is the process running server id's guest, from libvirt's pid file.

@@ -13,6 +13,12 @@ if [ $# -ne 4 ]; then
 	echo "usage: $0 VERSION BINARY OUTDIR MAINTAINER" >&2
 	exit 2
 fi
+for tool in dpkg-shlibdeps:dpkg-dev dpkg-gencontrol:dpkg-dev dpkg-deb:dpkg; do
+	if ! command -v "${tool%%:*}" >/dev/null; then
+		echo "$0: ${tool%%:*} not found: install Debian's ${tool#*:} (test/deps.sh does)" >&2
+		exit 1
+	fi
+done
 version=$1 bin=$(realpath "$2") out=$3 maintainer=$4
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

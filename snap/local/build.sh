@@ -11,6 +11,10 @@ if [ $# -ne 3 ]; then
 	echo "usage: $0 VERSION BINARY OUTDIR" >&2
 	exit 2
 fi
+if ! command -v mksquashfs >/dev/null; then
+	echo "$0: mksquashfs not found: install Debian's squashfs-tools (test/deps.sh does)" >&2
+	exit 1
+fi
 version=$1 bin=$(realpath "$2") out=$3
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

@@ -2,6 +2,7 @@ package test
 
 import (
 	"database/sql"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
+	"github.com/osdcloud/osd/daemon/client"
 )
 
 // TestDaemonNotifiesServiceManager runs the real daemon as systemd runs osd.service
@@ -112,4 +114,72 @@ func TestDaemonRefusesNewerState(t *testing.T) {
 	if !strings.Contains(out, "database schema version 999 is newer than this osd supports") {
 		t.Errorf("osd daemon start on a newer state says:\n%s\nwant the daemon's reason (schema 999 newer than this osd supports)", out)
 	}
+}
+
+// TestPostinstRestartsDaemon runs the .deb's postinst as dpkg runs it on an upgrade
+// (configure OLD-VERSION) with `osd` being the current build linked again as a later
+// version (OSD_NEXT_BIN): with no daemon running it starts none (--if-running); with one
+// running it stops it keeping its workloads, backs the state database up and starts the
+// new binary's daemon, which answers with the new version. (The "package upgrade" group of
+// the end-to-end test does the same under a deployed cloud's workloads.)
+func TestPostinstRestartsDaemon(t *testing.T) {
+	requireRoot(t)
+	hostToItself(t) // the restarted daemon listens on the default HTTPS port
+	deb := artifact(t, "OSD_DEB", "deb", "deb")
+	next, nextVersion := nextBin(t)
+	old := debField(t, deb, "Version")
+	n := newNode(t)
+
+	out, err := postinstUpgrade(t, deb, next, old, n.stateDir, n.runDir)
+	if err != nil {
+		t.Fatalf("postinst configure %s with no daemon running: %v\n%s", old, err, out)
+	}
+	if _, held := client.LockHolder(n.stateDir); held || strings.Contains(out, "the osd daemon is running") {
+		t.Fatalf("postinst started a daemon that was not running before:\n%s", out)
+	}
+
+	n.start()
+	waitAPI(t, n, time.Minute)
+	before, err := n.info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = postinstUpgrade(t, deb, next, old, n.stateDir, n.runDir)
+	if err != nil {
+		t.Fatalf("postinst configure %s: %v\n%s\n%s", old, err, out, daemonLogTail(n))
+	}
+	select {
+	case <-n.exited:
+		if code := n.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("the old daemon exited with %d, want 0", code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the old daemon still runs after the postinst restarted it:\n%s", out)
+	}
+	n.cmd = nil // the new daemon is detached: the cleanup's osd reset stops it
+	checkUpgradeOutput(t, out, n.stateDir, nextVersion)
+	after, err := n.info()
+	if err != nil || after.Version != nextVersion {
+		t.Errorf("GET /1.0 after the upgrade = version %q (%v), want %q (before: %q)", after.Version, err, nextVersion, before.Version)
+	}
+	if pid, held := client.LockHolder(n.stateDir); !held {
+		t.Errorf("no daemon holds the state dir after the upgrade")
+	} else if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe != next {
+		t.Errorf("the daemon after the upgrade runs %s, want %s", exe, next)
+	}
+	if _, err := os.Stat(client.KeepWorkloadsFile(n.runDir)); err == nil {
+		t.Errorf("the keep-workloads request is still there: the old daemon did not read it")
+	}
+}
+
+// waitAPI waits until the node's daemon answers GET /1.0.
+func waitAPI(t testing.TB, n *node, timeout time.Duration) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, err = n.info(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("the daemon's API did not answer in %s: %v\n%s", timeout, err, tail(n.log.String(), 30))
 }
