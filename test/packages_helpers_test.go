@@ -53,9 +53,19 @@ func requireTools(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not installed (test/deps.sh installs it): %v", tool, err)
+			pkg := toolPackages[tool]
+			if pkg == "" {
+				pkg = tool
+			}
+			t.Fatalf("%s not installed: install Debian's %s (test/deps.sh does): %v", tool, pkg, err)
 		}
 	}
+}
+
+// toolPackages are the Debian packages of the tools the package tests run.
+var toolPackages = map[string]string{
+	"unsquashfs": "squashfs-tools", "snap": "snapd", "systemd-analyze": "systemd",
+	"chroot": "coreutils", "apt-get": "apt", "dpkg": "dpkg", "dpkg-deb": "dpkg",
 }
 
 // run runs a command, failing the test with its output when it fails.
