@@ -75,8 +75,10 @@ bench: build
 
 # The end-to-end deployment: osd init with every service image, a daemon killed mid-way,
 # convergence, Keystone tokens through Debian's openstack client, a no-op re-run.
-e2e: build
-	OSD_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E' ./test/ 2>&1 | tee e2e-output.txt; exit $${PIPESTATUS[0]}
+# Its last group upgrades the cloud with the .deb's postinst and bin/osd-next.
+e2e: build deb next
+	OSD_E2E=1 OSD_DEB=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.deb OSD_NEXT_BIN=$(CURDIR)/bin/osd-next \
+		$(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E' ./test/ 2>&1 | tee e2e-output.txt; exit $${PIPESTATUS[0]}
 
 # The upgrade from the previous release's package (TestPackageUpgrade): the .deb built from
 # OSD_UPGRADE_FROM (default HEAD~1) in a git worktree is installed on this host and brings a
