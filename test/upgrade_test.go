@@ -60,8 +60,8 @@ func checkPackageUpgrade(t *testing.T, n *node) {
 	checkUpgradeOutput(t, out, n.stateDir, nextVersion)
 	after := waitConverged(t, n, t0, 20*time.Minute)
 	t.Logf("upgraded from %s to %s; converged %s after the postinst started", before.Version, after.Version, time.Since(t0).Round(time.Second))
-	if after.Version != nextVersion {
-		t.Errorf("osd status version after the upgrade = %q, want %q", after.Version, nextVersion)
+	if after.Version != nextVersion || after.PID == before.PID {
+		t.Errorf("osd status after the upgrade: version %q, daemon pid %d, want version %q and a new daemon (the old one was pid %d)", after.Version, after.PID, nextVersion, before.PID)
 	}
 
 	if pid := qemuPID(t, n, id); pid != qemu {
@@ -177,6 +177,7 @@ func status(t testing.TB, n *node) statusJSON {
 
 type statusJSON struct {
 	Version    string                `json:"version"`
+	PID        int                   `json:"pid"`
 	Init       *api.InitState        `json:"init"`
 	Deployment *api.DeploymentStatus `json:"deployment"`
 }
