@@ -33,10 +33,10 @@ func TestPackageUpgrade(t *testing.T) {
 	hostToItself(t)
 	requireTools(t, "git", "apt-get", "dpkg", "make")
 	if out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Abbrev}", "osd").Output(); err == nil && strings.HasPrefix(string(out), "i") {
-		t.Skipf("the osd package is installed on this host already: dpkg --purge osd first")
+		t.Fatalf("the osd package is installed on this host already: dpkg --purge osd first")
 	}
 	if _, err := os.Stat("/var/lib/osd"); err == nil {
-		t.Skipf("/var/lib/osd exists (a cloud on this host?): osd reset first")
+		t.Fatalf("/var/lib/osd exists (a cloud on this host?): osd reset first")
 	}
 	newDeb := artifact(t, "OSD_DEB", "deb", "deb")
 	from := os.Getenv("OSD_UPGRADE_FROM")
@@ -156,11 +156,11 @@ func debAt(t *testing.T, rev string) string {
 	}
 	dir := filepath.Join(t.TempDir(), "src")
 	if out, err := runErr(5*time.Minute, nil, "git", "-C", top, "worktree", "add", "--detach", dir, rev); err != nil {
-		t.Skipf("no git worktree of %s (a shallow clone?): %v\n%s", rev, err, out)
+		t.Fatalf("no git worktree of %s (a shallow clone? set OSD_UPGRADE_FROM): %v\n%s", rev, err, out)
 	}
 	t.Cleanup(func() { exec.Command("git", "-C", top, "worktree", "remove", "--force", dir).Run() })
 	if _, err := os.Stat(filepath.Join(dir, "snap/deb/build.sh")); err != nil {
-		t.Skipf("%s has no .deb packaging (make deb)", rev)
+		t.Fatalf("%s has no .deb packaging (make deb): set OSD_UPGRADE_FROM to a later commit", rev)
 	}
 	t0 := time.Now()
 	run(t, 40*time.Minute, nil, "make", "-C", dir, "deb")
