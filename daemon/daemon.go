@@ -229,10 +229,13 @@ func (d *Daemon) stop() error {
 // info is the answer to GET /1.0.
 func (d *Daemon) info() api.ServerInfo {
 	k := d.st.Node.State()
+	host, _ := os.Hostname()
 	return api.ServerInfo{
 		Version:   api.Version,
 		State:     d.status.Load().(string),
 		StateDir:  d.cfg.StateDir,
+		Hostname:  host,
+		PID:       os.Getpid(),
 		StartedAt: d.started,
 		Uptime:    time.Since(d.started).Round(time.Second).String(),
 		Kubernetes: api.KubernetesStatus{
