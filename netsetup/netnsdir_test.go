@@ -34,7 +34,6 @@ func TestMountInfoHas(t *testing.T) {
 	}
 }
 
-
 func TestHiddenNetns(t *testing.T) {
 	for _, tt := range []struct {
 		name string
