@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +22,9 @@ import (
 // whole stack once idle; Keystone token issue latency over 100 requests; the first server
 // (init start to ACTIVE, create to ping of its floating IP); `openstack server list`; after
 // a power cut, the daemon's start to every API answering and to the server's ping.
-// It reports metrics (make bench with OSD_E2E=1).
+// It reports metrics (make bench with OSD_E2E=1). OSD_BENCH_CACHE_DIR, when set, is the
+// daemon's image and package cache instead of the default one: a new directory measures
+// an osd init on a machine that never built an image.
 func BenchmarkOpenStack(b *testing.B) {
 	requireE2E(b)
 	if os.Getenv("OSD_BENCH") == "" {
@@ -31,7 +32,13 @@ func BenchmarkOpenStack(b *testing.B) {
 	}
 	hostToItself(b) // a fresh deployment of its own, not the shared cloud
 	n := newNode(b)
-	n.start()
+	var extra []string
+	if dir := os.Getenv("OSD_BENCH_CACHE_DIR"); dir != "" {
+		_, err := os.Stat(dir)
+		fmt.Printf("openstack: image cache %s (existed before: %t)\n", dir, err == nil)
+		extra = append(extra, "--cache-dir", dir)
+	}
+	n.start(extra...)
 	t0 := time.Now()
 	if out, err := n.osd("init", "--timeout", "60m"); err != nil {
 		b.Fatalf("osd init: %v\n%s", err, out)
@@ -53,8 +60,13 @@ func BenchmarkOpenStack(b *testing.B) {
 	b.ReportMetric(noop.Seconds(), "s-init-noop")
 
 	time.Sleep(30 * time.Second) // idle
-	pss := stackPSS(n)
+	groups := pssGroups(n)
+	table, pss := pssTable(groups)
 	b.ReportMetric(float64(pss)/1024, "MiB-stack-pss")
+	for g, v := range groups {
+		b.ReportMetric(float64(v)/1024, "MiB-pss-"+g)
+	}
+	fmt.Printf("openstack: idle PSS by part of the stack:\n%s", table)
 
 	p50, p99, err := tokenLatency(filepath.Join(n.stateDir, "clouds.yaml"), 100)
 	if err != nil {
@@ -90,6 +102,15 @@ func BenchmarkOpenStack(b *testing.B) {
 	b.ReportMetric(active.Seconds(), "s-server-active")
 	b.ReportMetric(bootToPing.Seconds(), "s-server-create-to-ping")
 
+	// osd launch: a server on osd-net with a floating IP, until it answers ping.
+	t3 := time.Now()
+	if out, err := n.osd("launch", "bench-launch"); err != nil {
+		b.Fatalf("osd launch: %v\n%s", err, out)
+	}
+	launch := time.Since(t3)
+	defer n.openstack("server", "delete", "--wait", "bench-launch")
+	b.ReportMetric(launch.Seconds(), "s-launch-to-ping")
+
 	// `openstack server list` as users run it (Python start-up included), 10 times.
 	var cli []time.Duration
 	for i := 0; i < 10; i++ {
@@ -102,15 +123,15 @@ func BenchmarkOpenStack(b *testing.B) {
 	sort.Slice(cli, func(i, j int) bool { return cli[i] < cli[j] })
 	b.ReportMetric(float64(cli[len(cli)/2].Milliseconds()), "ms-server-list-cli-p50")
 
-	fmt.Printf("openstack: init %s, no-op %s, stack PSS %d MiB, token p50 %s p99 %s; first server ACTIVE %s after init (%s from init start), ping %s after create; openstack server list p50 %s\n",
+	fmt.Printf("openstack: init %s, no-op %s, stack PSS %d MiB, token p50 %s p99 %s; first server ACTIVE %s after init (%s from init start), ping %s after create; osd launch %s; openstack server list p50 %s\n",
 		total.Round(time.Second), noop.Round(time.Millisecond), pss/1024, p50, p99,
-		active.Round(time.Millisecond), (total + active).Round(time.Second), bootToPing.Round(time.Millisecond), cli[len(cli)/2].Round(time.Millisecond))
+		active.Round(time.Millisecond), (total + active).Round(time.Second), bootToPing.Round(time.Millisecond), launch.Round(time.Millisecond), cli[len(cli)/2].Round(time.Millisecond))
 
 	// A power cut with the server running (powerCut), then only the daemon: its start to
 	// every public endpoint answering with a Keystone token, and to the server's ping.
 	endpoints := n.publicEndpoints(b)
 	n.powerCut(b)
-	t3 := time.Now()
+	t4 := time.Now()
 	if err := n.startDaemon(); err != nil {
 		b.Fatal(err)
 	}
@@ -118,44 +139,11 @@ func BenchmarkOpenStack(b *testing.B) {
 	if _, err := waitPing(fip, 10*time.Minute); err != nil {
 		b.Fatalf("the server after the power cut: %v", err)
 	}
-	ping := time.Since(t3)
+	ping := time.Since(t4)
 	b.ReportMetric(apis.Seconds(), "s-powercut-to-apis")
 	b.ReportMetric(ping.Seconds(), "s-powercut-to-ping")
 	fmt.Printf("power cut: every API answered %s after the daemon started, the running server answered ping after %s\n",
 		apis.Round(time.Second), ping.Round(time.Second))
-}
-
-// stackPSS sums the proportional set size (KiB) of every process of the stack: the daemon
-// and its children, containerd's shims and the pods, Open vSwitch and libvirt.
-func stackPSS(n *node) int {
-	total := 0
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		cmd := string(bytes.ReplaceAll(cl, []byte{0}, []byte{' '}))
-		ours := pid == n.cmd.Process.Pid || strings.Contains(cmd, n.stateDir) || strings.Contains(cmd, n.runDir) ||
-			strings.Contains(string(cg), "/kubepods") || strings.Contains(cmd, "ovsdb-server") || strings.Contains(cmd, "ovs-vswitchd") ||
-			strings.HasPrefix(cmd, "libvirtd") || strings.HasPrefix(cmd, "virtlogd") || strings.Contains(cmd, "/usr/sbin/libvirtd")
-		if !ours {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "Pss:" {
-				v, _ := strconv.Atoi(f[1])
-				total += v
-			}
-		}
-	}
-	return total
 }
 
 // tokenLatency issues count tokens from Keystone with the admin credentials of clouds.yaml.

@@ -18,16 +18,16 @@ import (
 
 // packerVersion changes whenever the way images are packed changes, so that
 // cached images packed the old way are rebuilt.
-const packerVersion = "osd-images-pack-1"
+const packerVersion = "osd-images-pack-2" // 2: uncompressed layers, layered images
 
 // Event is one progress report of a build.
 type Event struct {
 	Image    string
-	Step     string // resolve, mmdebstrap, go-build, pack, store, done
+	Step     string // resolve, download, install, go-build, customize, pack, store, done
 	Message  string
-	Packages int     // packages set up so far (mmdebstrap step)
+	Packages int     // packages set up so far (install step)
 	Total    int     // packages expected
-	MB       float64 // uncompressed MB packed so far (pack step)
+	MB       float64 // MB packed so far (pack step)
 }
 
 // Result is the outcome of one Build.
@@ -35,18 +35,19 @@ type Result struct {
 	Stored
 	Cached   bool
 	Duration time.Duration
-	// Steps is how long each step took (resolve, mmdebstrap or go-build,
-	// pack, store).
+	// Steps is when each step of the build ran (resolve, download, install or
+	// go-build, customize, pack, store).
 	Steps []StepTime
 }
 
-// StepTime is the duration of one build step.
+// StepTime is one step of a build: when it started and how long it took.
 type StepTime struct {
 	Step     string
+	Start    time.Time
 	Duration time.Duration
 }
 
-// stepClock records step durations.
+// stepClock records step times.
 type stepClock struct {
 	steps []StepTime
 	last  time.Time
@@ -57,23 +58,28 @@ func newStepClock() *stepClock { return &stepClock{last: time.Now()} }
 // done closes the step that ran since the previous call.
 func (c *stepClock) done(step string) {
 	now := time.Now()
-	c.steps = append(c.steps, StepTime{Step: step, Duration: now.Sub(c.last)})
+	c.steps = append(c.steps, StepTime{Step: step, Start: c.last, Duration: now.Sub(c.last)})
 	c.last = now
 }
 
 // Builder builds recipes into the image store under StateDir/images.
 type Builder struct {
-	// StateDir holds images/ (the OCI store), cache/debs/<image>/ (reused
-	// .debs), apt/ (package resolution state) and work/ (build trees).
+	// StateDir holds images/ (the OCI store), cache/debs/ (downloaded .debs, shared
+	// by every image), apt/ (package resolution state), layers/ (the trees of the
+	// images others are layered on) and work/ (build trees).
 	StateDir string
+	// Catalog is what a recipe's Base names are looked up in (nil: Recipes()).
+	Catalog []Recipe
+	// Parallel is how many images BuildAll builds at once (0: 2).
+	Parallel int
 	// Sources are the apt sources builds and resolution use; empty means
 	// the host's configured sources for the recipe's suite (HostSources).
 	Sources []AptSource
 	// ListsMaxAge is how old the resolution package lists may get before
 	// they are refreshed (default 1h).
 	ListsMaxAge time.Duration
-	// Progress, if set, receives build progress (called from the build's
-	// goroutine).
+	// Progress, if set, receives build progress (called from the builds'
+	// goroutines, possibly at the same time).
 	Progress func(Event)
 	// Log receives the tools' output lines at debug level (default: discard).
 	Log *slog.Logger
@@ -82,6 +88,7 @@ type Builder struct {
 	store     *Store
 	err       error
 	resolveMu sync.Mutex // one apt-get at a time on the shared lists
+	treeMu    sync.Mutex // one extraction of a kept layer tree at a time
 }
 
 // Store returns the builder's image store.
@@ -103,6 +110,13 @@ func (b *Builder) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+func (b *Builder) catalog() []Recipe {
+	if b.Catalog != nil {
+		return b.Catalog
+	}
+	return Recipes()
+}
+
 func (b *Builder) sources(suite string) ([]AptSource, error) {
 	if len(b.Sources) > 0 {
 		return b.Sources, nil
@@ -110,30 +124,56 @@ func (b *Builder) sources(suite string) ([]AptSource, error) {
 	return HostSources(suite)
 }
 
+func (b *Builder) aptDir(suite string) (AptDir, error) {
+	srcs, err := b.sources(suite)
+	if err != nil {
+		return AptDir{}, err
+	}
+	maxAge := b.ListsMaxAge
+	if maxAge == 0 {
+		maxAge = time.Hour
+	}
+	return AptDir{Dir: filepath.Join(b.StateDir, "apt", suite), Sources: srcs, MaxAge: maxAge}, nil
+}
+
 // CacheKey computes the key a recipe's image is cached under, and for a
-// Debian recipe the package versions it would install now.
+// Debian recipe the package versions its image holds (the whole chain's).
 func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]string, error) {
+	ch, err := chain(b.catalog(), r)
+	if err != nil {
+		return "", nil, err
+	}
+	return b.chainKey(ctx, ch)
+}
+
+// chainKey is the cache key of the last recipe of ch: its recipe, its packages'
+// versions (resolved for the whole chain) and its base's key, so a changed base
+// rebuilds what is layered on it and a changed top rebuilds only the top.
+func (b *Builder) chainKey(ctx context.Context, ch []Recipe) (string, map[string]string, error) {
+	r := ch[len(ch)-1]
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\nrecipe %s\n", packerVersion, r.Hash())
 	var vers map[string]string
 	switch r.Kind {
 	case KindDebian:
-		srcs, err := b.sources(r.Suite)
+		if len(ch) > 1 {
+			baseKey, _, err := b.chainKey(ctx, ch[:len(ch)-1])
+			if err != nil {
+				return "", nil, err
+			}
+			fmt.Fprintf(h, "base %s\n", baseKey)
+		}
+		apt, err := b.aptDir(r.Suite)
 		if err != nil {
 			return "", nil, err
 		}
-		maxAge := b.ListsMaxAge
-		if maxAge == 0 {
-			maxAge = time.Hour
-		}
-		res := AptDir{Dir: filepath.Join(b.StateDir, "apt", r.Suite), Sources: srcs, MaxAge: maxAge}
 		b.resolveMu.Lock()
-		vers, err = res.Resolve(ctx, baseSet(r.Variant), r.Packages)
+		vers, err = apt.Resolve(ctx, baseSet(ch[0].Variant), chainPackages(ch))
 		b.resolveMu.Unlock()
 		if err != nil {
 			return "", nil, fmt.Errorf("resolve packages: %w", err)
 		}
-		for _, s := range srcs {
+		for _, s := range apt.Sources {
 			fmt.Fprintf(h, "source %s\n", s.Line())
 		}
 		fmt.Fprintf(h, "packages\n%s\n", versionLines(vers))
@@ -151,8 +191,13 @@ func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]st
 }
 
 // Build makes the recipe's image unless the store already holds one with
-// the same cache key (then Cached is true and nothing is rebuilt).
+// the same cache key (then Cached is true and nothing is rebuilt). The images
+// it is layered on are built first when they are not current.
 func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
+	return b.build(ctx, r, newSession(b))
+}
+
+func (b *Builder) build(ctx context.Context, r Recipe, sess *session) (Result, error) {
 	start := time.Now()
 	clock := newStepClock()
 	if err := r.Validate(); err != nil {
@@ -161,12 +206,16 @@ func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
 	if err := checkArch(); err != nil {
 		return Result{}, err
 	}
+	ch, err := chain(b.catalog(), r)
+	if err != nil {
+		return Result{}, err
+	}
 	store, err := b.Store()
 	if err != nil {
 		return Result{}, err
 	}
 	b.emit(Event{Image: r.Name, Step: "resolve", Message: "resolving package versions"})
-	key, vers, err := b.CacheKey(ctx, r)
+	key, vers, err := b.chainKey(ctx, ch)
 	if err != nil {
 		return Result{}, fmt.Errorf("build %s: %w", r.Name, err)
 	}
@@ -185,9 +234,9 @@ func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
 	case KindGo:
 		img, err = b.buildGo(ctx, r, clock)
 	case KindDebian:
-		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s-%d.layer.tar.gz", r.Name, time.Now().UnixNano()))
+		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s-%d.layer.tar", r.Name, time.Now().UnixNano()))
 		defer os.Remove(layerFile) // normally moved into the store by Put
-		img, err = b.buildDebian(ctx, r, len(vers), layerFile, clock)
+		img, err = b.buildDebian(ctx, ch, vers, layerFile, sess, clock)
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("build %s: %w", r.Name, err)
@@ -203,15 +252,31 @@ func (b *Builder) Build(ctx context.Context, r Recipe) (Result, error) {
 	return res, nil
 }
 
-// buildDebian runs mmdebstrap into a work directory, adds the recipe's
-// files and packs the tree into a single-layer image.
-func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFile string, clock *stepClock) (v1.Image, error) {
-	work, err := os.MkdirTemp(filepath.Join(b.StateDir, "work"), r.Name+"-")
-	if errors.Is(err, os.ErrNotExist) {
-		if err = os.MkdirAll(filepath.Join(b.StateDir, "work"), 0o755); err == nil {
-			work, err = os.MkdirTemp(filepath.Join(b.StateDir, "work"), r.Name+"-")
+// buildDebian builds the top layer of the last recipe of ch (a root with mmdebstrap,
+// else its packages installed over the trees of the images below) and stacks it on
+// the base image's layers.
+func (b *Builder) buildDebian(ctx context.Context, ch []Recipe, vers map[string]string, layerFile string, sess *session, clock *stepClock) (v1.Image, error) {
+	r := ch[len(ch)-1]
+	total := len(vers)
+	var base v1.Image
+	if r.Base != "" {
+		parent, _ := RecipeByNameIn(b.catalog(), r.Base)
+		if _, err := sess.build(ctx, parent); err != nil {
+			return nil, fmt.Errorf("base image %s: %w", r.Base, err)
+		}
+		store, err := b.Store()
+		if err != nil {
+			return nil, err
+		}
+		if base, _, err = store.Get(r.Base); err != nil {
+			return nil, err
+		}
+		clock.last = time.Now() // waiting for the base is not this image's time
+		if _, below, err := b.chainKey(ctx, ch[:len(ch)-1]); err == nil {
+			total -= len(below)
 		}
 	}
+	work, err := b.workDir(r.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -220,28 +285,59 @@ func (b *Builder) buildDebian(ctx context.Context, r Recipe, total int, layerFil
 			b.logger().Warn("remove build tree", "dir", work, "err", err)
 		}
 	}()
-	rootfs := filepath.Join(work, "rootfs")
-	started := time.Now()
-	if err := b.mmdebstrap(ctx, r, work, rootfs, total); err != nil {
-		return nil, err
-	}
-	if err := writeFiles(rootfs, r.Files); err != nil {
-		return nil, err
-	}
-	clock.done("mmdebstrap")
-	b.emit(Event{Image: r.Name, Step: "pack", Message: "packing root filesystem"})
-	layer, err := LayerFromDir(rootfs, DirOptions{
-		Exclude:          append(append([]string(nil), RootfsExcludes...), r.Exclude...),
-		KeepMtimesBefore: started.Add(-time.Second),
-		LayerFile:        layerFile,
-		Progress: func(n int, bytes int64) {
-			b.emit(Event{Image: r.Name, Step: "pack", Packages: total, Total: total, MB: float64(bytes) / 1e6, Message: fmt.Sprintf("%d entries", n)})
-		},
-	})
+	debs, err := b.fetchDebs(ctx, sess, r, vers, work)
 	if err != nil {
 		return nil, err
 	}
-	img, err := ImageFromLayers([]v1.Layer{layer}, r.Config())
+	clock.done("download")
+	lb := &layerBuild{b: b, ch: ch, work: work, debs: debs, total: total, layerFile: layerFile, started: time.Now()}
+	if base == nil {
+		err = lb.root(ctx)
+	} else {
+		err = lb.onBase(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	clock.done("install")
+	if err := lb.customize(); err != nil {
+		return nil, err
+	}
+	b.linkNewDebs(debs)
+	clock.done("customize")
+	layer, err := lb.pack()
+	if err != nil {
+		return nil, err
+	}
+	var layers []v1.Layer
+	if base != nil {
+		if layers, err = base.Layers(); err != nil {
+			return nil, err
+		}
+	}
+	img, err := ImageFromLayers(append(layers, layer), r.Config())
+	if err == nil && isBase(b.catalog(), r.Name) {
+		err = b.keepTree(r.Name, lb.tree(), layer)
+	}
 	clock.done("pack")
 	return img, err
+}
+
+// workDir makes a fresh build directory under StateDir/work.
+func (b *Builder) workDir(name string) (string, error) {
+	dir := filepath.Join(b.StateDir, "work")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(dir, name+"-")
+}
+
+// RecipeByNameIn returns the recipe called name in catalog.
+func RecipeByNameIn(catalog []Recipe, name string) (Recipe, bool) {
+	for _, r := range catalog {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Recipe{}, false
 }

@@ -11,28 +11,34 @@ import (
 // maintainer scripts accepts the existing accounts. Charts use these as
 // runAsUser/fsGroup.
 const (
-	UIDNova         = 64060
-	UIDCinder       = 64061
-	UIDGlance       = 64062
-	UIDKeystone     = 901
-	UIDNeutron      = 902
-	UIDPlacement    = 903
-	UIDHeat         = 904
-	UIDHorizon      = 905
-	UIDMySQL        = 910
-	UIDRabbitMQ     = 911
-	UIDMemcache     = 912
-	UIDLibvirtQemu  = 920
-	GIDKVM          = 921
-	GIDLibvirt      = 922
-	UIDLibvirtDNS   = 923
-	UIDCoreDNS      = 65532
-	UIDCeph         = 64045 // Debian's reserved id for ceph
-	DefaultSuite    = "bookworm"
-	defaultVariant  = "minbase"
-	corednsVersion  = "v1.12.3"
-	imageRefPrefix  = "localhost/osd/"
-	imageRefVersion = ":2023.1-bookworm"
+	UIDNova        = 64060
+	UIDCinder      = 64061
+	UIDGlance      = 64062
+	UIDKeystone    = 901
+	UIDNeutron     = 902
+	UIDPlacement   = 903
+	UIDHeat        = 904
+	UIDHorizon     = 905
+	UIDMySQL       = 910
+	UIDRabbitMQ    = 911
+	UIDMemcache    = 912
+	UIDLibvirtQemu = 920
+	GIDKVM         = 921
+	GIDLibvirt     = 922
+	UIDLibvirtDNS  = 923
+	UIDCoreDNS     = 65532
+	UIDCeph        = 64045 // Debian's reserved id for ceph
+	DefaultSuite   = "bookworm"
+	defaultVariant = "minbase"
+	corednsVersion = "v1.12.3"
+	imageRefPrefix = "localhost/osd/"
+	// OpenStackRelease is the OpenStack release of the service images: Debian 12's
+	// (bookworm's) packages are Zed (keystone 22, nova 26, neutron 21, ...).
+	OpenStackRelease = "zed"
+	imageRefVersion  = ":" + OpenStackRelease + "-" + DefaultSuite
+	// BaseImage and CommonImage are the shared lower layers (see Recipes).
+	BaseImage   = "base"
+	CommonImage = "openstack-common"
 )
 
 // vfsCapNetBindService is a VFS_CAP_REVISION_2 security.capability value:
@@ -48,7 +54,16 @@ func svcUser(name string, id int, shell string) User {
 	return User{Name: name, UID: id, GID: id, Home: "/var/lib/" + name, Shell: shell}
 }
 
-// Recipes returns the catalog of every image osd runs, in build order.
+// Recipes returns the catalog of every image osd runs, in build order (an image after
+// the image it is layered on).
+//
+// The Debian images are layered: "base" (minbase with the tools and libraries most
+// images use) is the lowest layer of every Debian image, and "openstack-common" (the
+// Python OpenStack libraries the control plane and compute both run: nova's, oslo,
+// the clients) sits between it and the openstack and compute images. Each image adds
+// one layer of its own, so a changed recipe rebuilds only its own layer (and those
+// of the images layered on it), and containerd stores and unpacks each shared layer
+// once.
 func Recipes() []Recipe {
 	return []Recipe{
 		{
@@ -70,8 +85,29 @@ func Recipes() []Recipe {
 			},
 		},
 		{
-			Name: "openstack", Ref: imageRefPrefix + "openstack" + imageRefVersion, Kind: KindDebian,
+			Name: BaseImage, Ref: imageRefPrefix + BaseImage + ":" + DefaultSuite, Kind: KindDebian,
 			Suite: DefaultSuite, Variant: defaultVariant,
+			Packages: []string{"ca-certificates", "iproute2", "procps", "python3"},
+			Cmd:      []string{"/bin/bash"},
+			Env:      []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+		},
+		{
+			Name: CommonImage, Ref: imageRefPrefix + CommonImage + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Base: BaseImage,
+			// python3-nova brings oslo, keystoneauth, os-brick, os-vif, ovsdbapp and the
+			// Ceph client libraries; the clients and drivers every service's Jobs use.
+			Packages: []string{"nova-common", "python3-nova", "python3-openstackclient", "python3-keystoneclient",
+				"python3-pymysql", "python3-memcache", "python3-rbd", "python3-rados"},
+			Users:   []User{svcUser("nova", UIDNova, "/bin/sh")},
+			Debconf: []string{"nova-common nova/configure_db boolean false", "nova-common nova/configure_rabbit boolean false", "nova-common nova/configure_ksat boolean false"},
+			// open-iscsi's postinst makes a random initiator name (per host).
+			Exclude: []string{"etc/iscsi/initiatorname.iscsi"},
+			Cmd:     []string{"/bin/bash"},
+			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+		},
+		{
+			Name: "openstack", Ref: imageRefPrefix + "openstack" + imageRefVersion, Kind: KindDebian,
+			Suite: DefaultSuite, Base: CommonImage,
 			Packages: []string{
 				"keystone", "python3-keystoneclient",
 				"glance-api", "glance-common",
@@ -101,15 +137,14 @@ func Recipes() []Recipe {
 			Files: []File{
 				{Path: "etc/default/nova-consoleproxy", Mode: 0o644, Data: []byte("NOVA_CONSOLE_PROXY_TYPE=novnc\n")},
 			},
-			// open-iscsi's postinst makes a random initiator name (per host);
 			// fontconfig caches carry build times.
-			Exclude: []string{"etc/iscsi/initiatorname.iscsi", "var/cache/fontconfig/*"},
+			Exclude: []string{"var/cache/fontconfig/*"},
 			Cmd:     []string{"/bin/bash"},
 			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
 		},
 		{
 			Name: "compute", Ref: imageRefPrefix + "compute" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Variant: defaultVariant,
+			Suite: DefaultSuite, Base: CommonImage,
 			Packages: []string{
 				"nova-compute", "nova-compute-kvm", "libvirt-daemon-system", "libvirt-daemon-driver-qemu",
 				"qemu-system-x86", "qemu-utils", "python3-libvirt", "ovmf", "ca-certificates", "iproute2", "procps",
@@ -121,7 +156,6 @@ func Recipes() []Recipe {
 				{Name: "libvirt-qemu", UID: UIDLibvirtQemu, GID: UIDLibvirtQemu, Home: "/var/lib/libvirt", Shell: "/usr/sbin/nologin", Groups: []string{"kvm"}},
 				{Name: "libvirt-dnsmasq", UID: UIDLibvirtDNS, GID: UIDLibvirtDNS, Home: "/var/lib/libvirt/dnsmasq", Shell: "/usr/sbin/nologin"},
 			},
-			Exclude: []string{"etc/iscsi/initiatorname.iscsi"},
 			Debconf: []string{"nova-common nova/configure_db boolean false", "nova-common nova/configure_rabbit boolean false", "nova-common nova/configure_ksat boolean false"},
 			Cmd:     []string{"/bin/bash"},
 			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
@@ -129,14 +163,14 @@ func Recipes() []Recipe {
 		cephRecipe(),
 		{
 			Name: "ovn", Ref: imageRefPrefix + "ovn" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Variant: defaultVariant,
+			Suite: DefaultSuite, Base: BaseImage,
 			Packages: []string{"ovn-central", "ovn-host", "openvswitch-switch", "iproute2", "procps"},
 			Cmd:      []string{"/bin/bash"},
 			Env:      []string{"PATH=/usr/share/openvswitch/scripts:/usr/share/ovn/scripts:/usr/sbin:/usr/bin:/sbin:/bin"},
 		},
 		{
 			Name: "mariadb", Ref: imageRefPrefix + "mariadb" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Variant: defaultVariant,
+			Suite: DefaultSuite, Base: BaseImage,
 			Packages: []string{"mariadb-server", "mariadb-client"},
 			// The package initializes a datadir at install; the chart does it
 			// on the volume at deploy time.
@@ -148,7 +182,7 @@ func Recipes() []Recipe {
 		},
 		{
 			Name: "rabbitmq", Ref: imageRefPrefix + "rabbitmq" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Variant: defaultVariant,
+			Suite: DefaultSuite, Base: BaseImage,
 			Packages: []string{"rabbitmq-server"},
 			// The Erlang cookie is a cluster secret the postinst generates:
 			// each deployment makes its own.
@@ -160,7 +194,7 @@ func Recipes() []Recipe {
 		},
 		{
 			Name: "memcached", Ref: imageRefPrefix + "memcached" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Variant: defaultVariant,
+			Suite: DefaultSuite, Base: BaseImage,
 			Packages:   []string{"memcached"},
 			Users:      []User{{Name: "memcache", UID: UIDMemcache, GID: UIDMemcache, Home: "/nonexistent", Shell: "/bin/false"}},
 			Entrypoint: []string{"/usr/bin/memcached"},

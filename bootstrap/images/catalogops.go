@@ -1,7 +1,6 @@
 package images
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -61,24 +60,6 @@ func (b *Builder) List() ([]Status, error) {
 			s.Cached = st.RecipeHash == r.Hash() && st.Ref == r.Ref
 		}
 		out = append(out, s)
-	}
-	return out, nil
-}
-
-// BuildAll builds the named catalog images (all when empty) in catalog
-// order, stopping at the first failure.
-func (b *Builder) BuildAll(ctx context.Context, names ...string) ([]Result, error) {
-	recipes, err := Select(names...)
-	if err != nil {
-		return nil, err
-	}
-	var out []Result
-	for _, r := range recipes {
-		res, err := b.Build(ctx, r)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, res)
 	}
 	return out, nil
 }

@@ -7,7 +7,7 @@ package images
 func cephRecipe() Recipe {
 	return Recipe{
 		Name: "ceph", Ref: imageRefPrefix + "ceph" + imageRefVersion, Kind: KindDebian,
-		Suite: DefaultSuite, Variant: defaultVariant,
+		Suite: DefaultSuite, Base: BaseImage,
 		Packages: []string{"ceph-mon", "ceph-mgr", "ceph-osd", "ceph-common", "procps"},
 		Users:    []User{{Name: "ceph", UID: UIDCeph, GID: UIDCeph, Home: "/var/lib/ceph", Shell: "/usr/sbin/nologin"}},
 		// Daemons' data (monitor store, OSD directory) is made per deployment on the

@@ -50,6 +50,11 @@ type DirOptions struct {
 	// Progress, if set, is called about every 1000 entries and at the end
 	// with the entries and uncompressed content bytes packed so far.
 	Progress func(entries int, bytes int64)
+	// Overlay says dir is the upper directory of an overlayfs mount: a 0/0
+	// character device there is a whiteout (packed as .wh.NAME) and a
+	// directory with the trusted.overlay.opaque attribute hides the lower
+	// layers' contents (packed with .wh..wh..opq).
+	Overlay bool
 }
 
 // LayerFromDir packs the tree at dir into a layer, keeping owners, modes,
@@ -161,6 +166,9 @@ func (p *dirPacker) entry(tw *tar.Writer, full, rel string) error {
 		hdr.ModTime = time.Unix(st.Mtim.Sec, 0).UTC()
 	}
 	id := fileID{dev: st.Dev, ino: st.Ino}
+	if p.opts.Overlay && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0 {
+		return writeFileEntry(tw, File{Path: path.Join(path.Dir(rel), whiteoutPrefix+path.Base(rel)), Mode: 0o644})
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		hdr.Typeflag = tar.TypeDir
@@ -208,6 +216,11 @@ func (p *dirPacker) entry(tw *tar.Writer, full, rel string) error {
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
+	if p.opts.Overlay && hdr.Typeflag == tar.TypeDir {
+		if v := make([]byte, 1); lgetxattrOK(full, overlayOpaque, v) && v[0] == 'y' {
+			return writeFileEntry(tw, File{Path: path.Join(rel, opaqueWhiteout), Mode: 0o644})
+		}
+	}
 	if hdr.Typeflag != tar.TypeReg || hdr.Size == 0 {
 		return nil
 	}
@@ -222,6 +235,12 @@ func (p *dirPacker) entry(tw *tar.Writer, full, rel string) error {
 		return fmt.Errorf("copy content: %w", err)
 	}
 	return nil
+}
+
+// lgetxattrOK reads a one-byte attribute into v; false when it is absent.
+func lgetxattrOK(path, name string, v []byte) bool {
+	n, err := unix.Lgetxattr(path, name, v)
+	return err == nil && n == len(v)
 }
 
 // readXattrs returns the extended attributes of path (not following links).
@@ -240,8 +259,8 @@ func readXattrs(path string) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, name := range strings.Split(strings.TrimRight(string(buf[:size]), "\x00"), "\x00") {
-		if name == "" {
-			continue
+		if name == "" || strings.HasPrefix(name, overlayXattrPrefix) {
+			continue // overlayfs' own bookkeeping, never image content
 		}
 		vsize, err := unix.Lgetxattr(path, name, nil)
 		if err != nil {
@@ -258,10 +277,13 @@ func readXattrs(path string) (map[string]string, error) {
 	return out, nil
 }
 
-// Whiteout prefixes of the OCI image layer format (AUFS style).
+// Whiteout prefixes of the OCI image layer format (AUFS style), and how
+// overlayfs marks the same in an upper directory.
 const (
-	whiteoutPrefix = ".wh."
-	opaqueWhiteout = ".wh..wh..opq"
+	whiteoutPrefix     = ".wh."
+	opaqueWhiteout     = ".wh..wh..opq"
+	overlayXattrPrefix = "trusted.overlay."
+	overlayOpaque      = "trusted.overlay.opaque"
 )
 
 // WhiteoutLayer returns a layer that, stacked on a lower layer, deletes the

@@ -2,8 +2,8 @@ package images
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -19,8 +19,11 @@ import (
 // entry, so that the same content always gives the same digest.
 var epoch = v1.Time{Time: timeEpoch}
 
-// blobLayer is a gzip-compressed layer whose digests were computed in the
-// single pass that wrote it. Its bytes live in memory or in a file.
+// blobLayer is an uncompressed layer whose digest was computed in the single
+// pass that wrote it. Its bytes live in memory or in a file. Layers stay
+// uncompressed on the local path (store, containerd): compressing a gigabyte
+// of files costs more time than the bytes cost on the same disk; only an
+// airgap bundle is compressed (ExportBundleFile).
 type blobLayer struct {
 	digest, diffID v1.Hash
 	size           int64
@@ -34,7 +37,7 @@ func (l *blobLayer) Digest() (v1.Hash, error) { return l.digest, nil }
 func (l *blobLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
 func (l *blobLayer) Size() (int64, error)     { return l.size, nil }
 func (l *blobLayer) MediaType() (types.MediaType, error) {
-	return types.DockerLayer, nil
+	return types.DockerUncompressedLayer, nil
 }
 
 func (l *blobLayer) Compressed() (io.ReadCloser, error) {
@@ -44,21 +47,7 @@ func (l *blobLayer) Compressed() (io.ReadCloser, error) {
 	return os.Open(l.path)
 }
 
-func (l *blobLayer) Uncompressed() (io.ReadCloser, error) {
-	rc, err := l.Compressed()
-	if err != nil {
-		return nil, err
-	}
-	zr, err := gzip.NewReader(rc)
-	if err != nil {
-		rc.Close()
-		return nil, fmt.Errorf("open layer %s: %w", l.digest, err)
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{zr, rc}, nil
-}
+func (l *blobLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
 
 // countingHash hashes and counts what is written through it.
 type countingHash struct {
@@ -75,28 +64,23 @@ func (c *countingHash) hash() v1.Hash {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(c.h.Sum(nil))}
 }
 
-// writeLayer runs produce over a tar writer and writes the gzip-compressed
-// stream to w, returning the compressed digest and size and the uncompressed
-// diff ID. Compression uses a fixed level and an empty gzip header, so the
-// output depends only on the tar bytes.
+// writeLayer runs produce over a tar writer that streams to w, returning the
+// layer's digest (the same as its diff ID: the layer is not compressed) and
+// size.
 func writeLayer(w io.Writer, produce func(*tar.Writer) error) (digest, diffID v1.Hash, size int64, err error) {
-	comp := &countingHash{h: sha256.New()}
-	zw, err := gzip.NewWriterLevel(io.MultiWriter(w, comp), gzip.BestSpeed)
-	if err != nil {
-		return digest, diffID, 0, err
-	}
-	raw := &countingHash{h: sha256.New()}
-	tw := tar.NewWriter(io.MultiWriter(zw, raw))
+	sum := &countingHash{h: sha256.New()}
+	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
+	tw := tar.NewWriter(bw)
 	if err := produce(tw); err != nil {
 		return digest, diffID, 0, err
 	}
 	if err := tw.Close(); err != nil {
 		return digest, diffID, 0, fmt.Errorf("finish layer tar: %w", err)
 	}
-	if err := zw.Close(); err != nil {
-		return digest, diffID, 0, fmt.Errorf("finish layer gzip: %w", err)
+	if err := bw.Flush(); err != nil {
+		return digest, diffID, 0, fmt.Errorf("write layer: %w", err)
 	}
-	return comp.hash(), raw.hash(), comp.n, nil
+	return sum.hash(), sum.hash(), sum.n, nil
 }
 
 // memLayer builds an in-memory layer (for small images).

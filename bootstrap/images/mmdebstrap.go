@@ -45,16 +45,14 @@ func MmdebstrapArgs(r Recipe, sources []AptSource, rootfs, debCache, essentialHo
 	return args
 }
 
-func (b *Builder) mmdebstrap(ctx context.Context, r Recipe, work, rootfs string, total int) error {
+// mmdebstrap builds the root of an image without a base into rootfs, installing the
+// .debs of debs (a directory of this build's own) and downloading what it lacks there.
+func (b *Builder) mmdebstrap(ctx context.Context, r Recipe, work, rootfs, debs string, total int) error {
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		return fmt.Errorf("mmdebstrap not found (install the mmdebstrap package): %w", err)
 	}
 	srcs, err := b.sources(r.Suite)
 	if err != nil {
-		return err
-	}
-	debCache := filepath.Join(b.StateDir, "cache", "debs", r.Name)
-	if err := os.MkdirAll(debCache, 0o755); err != nil {
 		return err
 	}
 	host, err := os.Hostname()
@@ -63,17 +61,26 @@ func (b *Builder) mmdebstrap(ctx context.Context, r Recipe, work, rootfs string,
 	}
 	ess := filepath.Join(work, "essential-hook.sh")
 	cus := filepath.Join(work, "customize-hook.sh")
-	pkgList := filepath.Join(work, "packages.txt")
 	if err := os.WriteFile(ess, []byte(essentialHook(r, host)), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(cus, []byte(customizeHook(pkgList)), 0o755); err != nil {
+	if err := os.WriteFile(cus, []byte(customizeHook(filepath.Join(work, "packages.txt"))), 0o755); err != nil {
 		return err
 	}
-	args := MmdebstrapArgs(r, srcs, rootfs, debCache, ess, cus)
-	b.emit(Event{Image: r.Name, Step: "mmdebstrap", Total: total, Message: "mmdebstrap " + r.Suite})
+	args := MmdebstrapArgs(r, srcs, rootfs, debs, ess, cus)
+	b.emit(Event{Image: r.Name, Step: "install", Total: total, Message: "mmdebstrap " + r.Suite})
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "DEBIAN_FRONTEND=noninteractive")
+	if err := b.runLogged(r.Name, total, cmd); err != nil {
+		return fmt.Errorf("mmdebstrap: %w", err)
+	}
+	return nil
+}
+
+// runLogged runs a package tool in its own process group (killed whole when ctx
+// ends), logging its output, counting "Setting up" lines as install progress, and
+// returns the last lines of its output with an error.
+func (b *Builder) runLogged(image string, total int, cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	pr, pw := io.Pipe()
@@ -88,25 +95,22 @@ func (b *Builder) mmdebstrap(ctx context.Context, r Recipe, work, rootfs string,
 		for sc.Scan() {
 			line := sc.Text()
 			tail.add(line)
-			b.logger().Debug("mmdebstrap", "image", r.Name, "line", line)
+			b.logger().Debug(filepath.Base(cmd.Path), "image", image, "line", line)
 			switch {
 			case strings.HasPrefix(line, "Setting up "):
 				setUp++
-				b.emit(Event{Image: r.Name, Step: "mmdebstrap", Packages: setUp, Total: total, Message: line})
+				b.emit(Event{Image: image, Step: "install", Packages: setUp, Total: total, Message: line})
 			case strings.HasPrefix(line, "I: "):
-				b.emit(Event{Image: r.Name, Step: "mmdebstrap", Packages: setUp, Total: total, Message: strings.TrimPrefix(line, "I: ")})
+				b.emit(Event{Image: image, Step: "install", Packages: setUp, Total: total, Message: strings.TrimPrefix(line, "I: ")})
 			}
 		}
 		io.Copy(io.Discard, pr)
 	}()
-	err = cmd.Run()
+	err := cmd.Run()
 	pw.Close()
 	<-done
 	if err != nil {
-		return fmt.Errorf("mmdebstrap: %w: %s", err, tail.String())
-	}
-	if err := pruneDebCache(debCache, pkgList); err != nil {
-		b.logger().Warn("prune .deb cache", "dir", debCache, "err", err)
+		return fmt.Errorf("%w: %s", err, tail.String())
 	}
 	return nil
 }
@@ -151,38 +155,6 @@ func writeFiles(root string, files []File) error {
 			if err := os.Chmod(p, mode); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-// pruneDebCache keeps only the .debs of the packages just installed (the
-// cache would otherwise grow by every old version).
-func pruneDebCache(dir, pkgList string) error {
-	b, err := os.ReadFile(pkgList)
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, ver, ok := strings.Cut(line, "\t")
-		if ok {
-			// apt names archives name_version(with : escaped as %3a)_arch.deb
-			keep[name+"_"+strings.ReplaceAll(ver, ":", "%3a")] = true
-		}
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		n := e.Name()
-		if !strings.HasSuffix(n, ".deb") {
-			continue
-		}
-		i := strings.LastIndexByte(n, '_')
-		if i < 0 || !keep[n[:i]] {
-			os.Remove(filepath.Join(dir, n))
 		}
 	}
 	return nil

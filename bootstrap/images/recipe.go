@@ -51,11 +51,14 @@ type GoBuild struct {
 // Recipe is the data an image is built from. Everything that changes the
 // image is in here; its canonical JSON is part of the cache key.
 type Recipe struct {
-	Name     string
-	Ref      string
-	Kind     Kind
-	Suite    string   `json:",omitempty"` // Debian suite (bookworm)
-	Variant  string   `json:",omitempty"` // mmdebstrap variant (minbase)
+	Name    string
+	Ref     string
+	Kind    Kind
+	Suite   string `json:",omitempty"` // Debian suite (bookworm)
+	Variant string `json:",omitempty"` // mmdebstrap variant (minbase) of an image without Base
+	// Base is the Debian image this one is layered on (its layers come first; the
+	// packages are installed on top of its tree). Empty: a root built by mmdebstrap.
+	Base     string   `json:",omitempty"`
 	Packages []string `json:",omitempty"`
 	Groups   []Group  `json:",omitempty"`
 	Users    []User   `json:",omitempty"`
@@ -122,9 +125,18 @@ func (r Recipe) Validate() error {
 		if r.Suite == "" || len(r.Packages) == 0 {
 			return fmt.Errorf("recipe %s: a debian image needs a suite and packages", r.Name)
 		}
+		if r.Base != "" && r.Variant != "" {
+			return fmt.Errorf("recipe %s: a variant is for a root image; this one is layered on %s", r.Name, r.Base)
+		}
+		if r.Base == r.Name {
+			return fmt.Errorf("recipe %s: layered on itself", r.Name)
+		}
 	case KindGo:
 		if r.Go == nil || r.Go.Module == "" || r.Go.Version == "" || r.Go.Binary == "" {
 			return fmt.Errorf("recipe %s: a go image needs module, version and binary", r.Name)
+		}
+		if r.Base != "" {
+			return fmt.Errorf("recipe %s: only debian images are layered", r.Name)
 		}
 	case KindPause:
 	default:

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCatalog(t *testing.T) {
-	want := []string{"pause", "coredns", "openstack", "compute", "ceph", "ovn", "mariadb", "rabbitmq", "memcached"}
+	want := []string{"pause", "coredns", "base", "openstack-common", "openstack", "compute", "ceph", "ovn", "mariadb", "rabbitmq", "memcached"}
 	var got []string
 	refs := map[string]bool{}
 	for _, r := range Recipes() {
@@ -28,6 +28,31 @@ func TestCatalog(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Recipes() names = %v, want %v", got, want)
+	}
+	// Every Debian image is layered on base, the OpenStack ones through openstack-common,
+	// and comes after its base in build order.
+	seen := map[string]bool{}
+	for _, r := range Recipes() {
+		seen[r.Name] = true
+		ch, err := chain(Recipes(), r)
+		if err != nil {
+			t.Errorf("chain(%s) = %v", r.Name, err)
+			continue
+		}
+		if r.Kind == KindDebian && ch[0].Name != BaseImage {
+			t.Errorf("chain(%s) starts at %s, want %s", r.Name, ch[0].Name, BaseImage)
+		}
+		if r.Base != "" && !seen[r.Base] {
+			t.Errorf("Recipes(): %s comes before its base %s", r.Name, r.Base)
+		}
+		if strings.Contains(r.Ref, "2023.1") || (r.Name == "openstack" && !strings.HasSuffix(r.Ref, ":zed-bookworm")) {
+			t.Errorf("Recipes() %s ref %s, want the release bookworm ships (zed)", r.Name, r.Ref)
+		}
+	}
+	for _, name := range []string{"openstack", "compute"} {
+		if r, _ := RecipeByName(name); r.Base != CommonImage {
+			t.Errorf("%s is layered on %q, want %s", name, r.Base, CommonImage)
+		}
 	}
 	os, _ := RecipeByName("openstack")
 	uids := map[string]int{}
@@ -192,24 +217,25 @@ Conf libc6 (2.36-9+deb12u14 Debian:12.15/oldstable [amd64])
 	}
 }
 
-func TestPruneDebCache(t *testing.T) {
+func TestStaleDebs(t *testing.T) {
+	files := []string{"libc6_2.36-9+deb12u14_amd64.deb", "libc6_2.36-9+deb12u10_amd64.deb", "bash_5.2.15-2+b7_amd64.deb",
+		"cinder-common_2%3a21.3.1-1~deb12u1_all.deb", "cinder-common_2%3a21.3.0-1_all.deb", "other_1.0_all.deb", "lock"}
+	want := map[string]string{"libc6": "2.36-9+deb12u14", "bash": "5.2.15-2+b7", "cinder-common": "2:21.3.1-1~deb12u1"}
+	got := staleDebs(files, want)
+	exp := []string{"cinder-common_2%3a21.3.0-1_all.deb", "libc6_2.36-9+deb12u10_amd64.deb"}
+	if !reflect.DeepEqual(got, exp) {
+		t.Errorf("staleDebs() = %v, want %v (other versions of wanted packages only)", got, exp)
+	}
+}
+
+func TestMissingDebs(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"libc6_2.36-9+deb12u14_amd64.deb", "libc6_2.36-9+deb12u10_amd64.deb", "bash_5.2.15-2+b7_amd64.deb", "cinder-common_2%3a21.3.1-1~deb12u1_all.deb", "lock"} {
+	for _, f := range []string{"libc6_2.36-9+deb12u14_amd64.deb", "cinder-common_2%3a21.3.1-1~deb12u1_all.deb"} {
 		os.WriteFile(filepath.Join(dir, f), nil, 0o644)
 	}
-	list := filepath.Join(t.TempDir(), "pkgs")
-	os.WriteFile(list, []byte("libc6\t2.36-9+deb12u14\nbash\t5.2.15-2+b7\ncinder-common\t2:21.3.1-1~deb12u1\n"), 0o644)
-	if err := pruneDebCache(dir, list); err != nil {
-		t.Fatal(err)
-	}
-	ents, _ := os.ReadDir(dir)
-	var got []string
-	for _, e := range ents {
-		got = append(got, e.Name())
-	}
-	want := []string{"bash_5.2.15-2+b7_amd64.deb", "cinder-common_2%3a21.3.1-1~deb12u1_all.deb", "libc6_2.36-9+deb12u14_amd64.deb", "lock"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("pruneDebCache() left %v, want %v", got, want)
+	got := missingDebs(dir, map[string]string{"libc6": "2.36-9+deb12u14", "cinder-common": "2:21.3.1-1~deb12u1", "bash": "5.2.15-2+b7", "libc-bin": "2.36-9+deb12u14"})
+	if want := []string{"bash=5.2.15-2+b7", "libc-bin=2.36-9+deb12u14"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("missingDebs() = %v, want %v", got, want)
 	}
 }
 
@@ -218,7 +244,7 @@ func TestFullRef(t *testing.T) {
 		PauseRef:                     "docker.io/rancher/mirrored-pause:3.6",
 		"rancher/mirrored-pause:3.6": "docker.io/rancher/mirrored-pause:3.6",
 		"busybox":                    "docker.io/library/busybox:latest",
-		"localhost/osd/openstack:2023.1-bookworm": "localhost/osd/openstack:2023.1-bookworm",
+		"localhost/osd/openstack:zed-bookworm": "localhost/osd/openstack:zed-bookworm",
 		"registry.local:5000/a/b:c":               "registry.local:5000/a/b:c",
 	}
 	for in, want := range tests {
