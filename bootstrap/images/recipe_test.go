@@ -241,11 +241,11 @@ func TestMissingDebs(t *testing.T) {
 
 func TestFullRef(t *testing.T) {
 	tests := map[string]string{
-		PauseRef:                     "docker.io/rancher/mirrored-pause:3.6",
-		"rancher/mirrored-pause:3.6": "docker.io/rancher/mirrored-pause:3.6",
-		"busybox":                    "docker.io/library/busybox:latest",
+		PauseRef:                               "docker.io/rancher/mirrored-pause:3.6",
+		"rancher/mirrored-pause:3.6":           "docker.io/rancher/mirrored-pause:3.6",
+		"busybox":                              "docker.io/library/busybox:latest",
 		"localhost/osd/openstack:zed-bookworm": "localhost/osd/openstack:zed-bookworm",
-		"registry.local:5000/a/b:c":               "registry.local:5000/a/b:c",
+		"registry.local:5000/a/b:c":            "registry.local:5000/a/b:c",
 	}
 	for in, want := range tests {
 		if got, err := fullRef(in); err != nil || got != want {
