@@ -94,9 +94,10 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 	d.images = images.New(st)
 	d.deployment = deployment.New(st)
 	d.conv = converge.New(st, func(detail func(string)) []bootstrap.Step {
-		return append([]bootstrap.Step{d.images.Step(detail)}, d.deployment.Steps(detail)...)
+		return append(d.images.Steps(detail), d.deployment.Steps(detail)...)
 	})
 	d.deployment.InitState, d.deployment.Dashboard = d.conv.Snapshot, d.conv.SetDashboard
+	d.conv.Profiles = converge.Profiles{Images: d.images.Profile, Releases: d.deployment.Profile}
 	d.join = join.New(st, d.ownAddress)
 	d.members = members.New(st, d.deployment.CloudClient, d.ownAddress)
 	d.launch = launch.New(st, d.deployment.CloudClient)

@@ -40,10 +40,14 @@ func BenchmarkOpenStack(b *testing.B) {
 	}
 	n.start(extra...)
 	t0 := time.Now()
-	if out, err := n.osd("init", "--timeout", "60m"); err != nil {
+	out, err := n.osd("init", "--timeout", "60m", "--profile")
+	if err != nil {
 		b.Fatalf("osd init: %v\n%s", err, out)
 	}
 	total := time.Since(t0)
+	if i := strings.Index(out, "profile ("); i >= 0 {
+		fmt.Printf("openstack: osd init %s\n%s\n", total.Round(time.Second), out[i:])
+	}
 	var st api.InitState
 	if err := n.query("init", &st); err != nil {
 		b.Fatal(err)
@@ -51,6 +55,7 @@ func BenchmarkOpenStack(b *testing.B) {
 	for _, s := range st.Steps {
 		b.ReportMetric(s.Took.Seconds(), "s-"+s.Step)
 	}
+	reportProfile(b, st.Profile)
 	b.ReportMetric(total.Seconds(), "s-init-total")
 	t1 := time.Now()
 	if out, err := n.osd("init"); err != nil {
@@ -78,7 +83,7 @@ func BenchmarkOpenStack(b *testing.B) {
 	// The first server: init start to ACTIVE, and boot (create) to the host's ping of its
 	// floating IP.
 	t2 := time.Now()
-	out, err := n.openstack("server", "create", "--flavor", "m1.tiny", "--image", "osd-test", "--network", "osd-net", "--wait", "-f", "value", "-c", "id", "bench-server")
+	out, err = n.openstack("server", "create", "--flavor", "m1.tiny", "--image", "osd-test", "--network", "osd-net", "--wait", "-f", "value", "-c", "id", "bench-server")
 	if err != nil {
 		b.Fatalf("server create: %v\n%s", err, out)
 	}
@@ -144,6 +149,32 @@ func BenchmarkOpenStack(b *testing.B) {
 	b.ReportMetric(ping.Seconds(), "s-powercut-to-ping")
 	fmt.Printf("power cut: every API answered %s after the daemon started, the running server answered ping after %s\n",
 		apis.Round(time.Second), ping.Round(time.Second))
+}
+
+// reportProfile reports every image's and release's phases as metrics
+// (s-image-NAME-PHASE, s-release-NAME-PHASE), comparable run to run.
+func reportProfile(b *testing.B, p *api.Profile) {
+	if p == nil {
+		b.Error("osd init reported no profile")
+		return
+	}
+	for _, im := range p.Images {
+		for _, ph := range im.Phases {
+			b.ReportMetric(ph.Took.Seconds(), "s-image-"+im.Name+"-"+ph.Name)
+		}
+	}
+	for _, r := range p.Releases {
+		var total time.Duration
+		for _, ph := range r.Phases {
+			b.ReportMetric(ph.Took.Seconds(), "s-release-"+r.Name+"-"+ph.Name)
+			if ph.Name != "waiting" {
+				total += ph.Took
+			}
+		}
+		if total > 0 {
+			b.ReportMetric(total.Seconds(), "s-release-"+r.Name+"-helm-to-ready")
+		}
+	}
 }
 
 // tokenLatency issues count tokens from Keystone with the admin credentials of clouds.yaml.

@@ -52,7 +52,8 @@ type Controller struct {
 	loaded map[string]loadedChart
 	retry  map[string]bool // releases to re-apply once although their values did not change
 	failed map[string]backoff
-	now    func() time.Time // tests
+	marks  map[string]*ReleaseMarks // per release, for the profile (Timeline)
+	now    func() time.Time         // tests
 }
 
 // backoff spaces out retries of a Helm action that keeps failing (10 s doubling to 5 min),
@@ -245,11 +246,14 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 	}
 
 	wants, desired, problems := c.desired(dep.Spec, cat)
+	for name := range desired {
+		c.mark(name)
+	}
 	observed, err := c.observeReleases(cat, desired)
 	if err != nil {
 		return Result{}, err
 	}
-	health, ready, err := c.observeHealth(ctx, cat, desired)
+	health, ready, seen, err := c.observeHealth(ctx, cat, desired)
 	if err != nil {
 		return Result{}, err
 	}
@@ -259,6 +263,7 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	done := c.act(ctx, plan, wants, observed, ready, problems)
+	c.noteReady(ready, seen)
 
 	status := Summarize(cat, desired, observed, health, ready, problems)
 	status.ObservedGeneration = dep.Generation
@@ -345,7 +350,10 @@ func (c *Controller) act(ctx context.Context, plan []Action, wants map[string]wa
 		}
 		w := wants[a.Service]
 		start := time.Now()
+		m := c.mark(a.Service)
+		*m = ReleaseMarks{Seen: m.Seen, HelmStart: c.clock()}
 		rel, err := c.Helm.Apply(ctx, w.lc.chart, a.Namespace, a.Service, w.vals)
+		m.HelmEnd = c.clock()
 		if err != nil {
 			c.backOff(a, err, now())
 			problems[a.Service] = err.Error()

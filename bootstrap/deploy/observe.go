@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,13 +22,13 @@ const maxLogFetches = 8
 
 // observeHealth lists the workloads of every desired release and computes their health and
 // each release's readiness (every workload ready, at least one workload).
-func (c *Controller) observeHealth(ctx context.Context, cat Catalog, desired map[string]string) (map[string]WorkloadHealth, map[string]bool, error) {
+func (c *Controller) observeHealth(ctx context.Context, cat Catalog, desired map[string]string) (map[string]WorkloadHealth, map[string]bool, map[string]*ReleaseMarks, error) {
 	hs := &healthScan{c: c, cat: cat, desired: desired,
-		health: map[string]WorkloadHealth{}, count: map[string]int{}, ready: map[string]bool{}}
+		health: map[string]WorkloadHealth{}, count: map[string]int{}, ready: map[string]bool{}, marks: map[string]*ReleaseMarks{}}
 	if !c.Since.IsZero() {
 		stale, err := c.staleNodes(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		hs.stale = stale
 	}
@@ -39,7 +40,7 @@ func (c *Controller) observeHealth(ctx context.Context, cat Catalog, desired map
 	}
 	for ns := range namespaces {
 		if err := hs.scan(ctx, ns); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	for name := range desired {
@@ -47,7 +48,7 @@ func (c *Controller) observeHealth(ctx context.Context, cat Catalog, desired map
 			hs.ready[name] = false // nothing of it runs yet
 		}
 	}
-	return hs.health, hs.ready, nil
+	return hs.health, hs.ready, hs.marks, nil
 }
 
 // healthScan is one pass over the workloads of the desired releases.
@@ -56,10 +57,11 @@ type healthScan struct {
 	cat     Catalog
 	desired map[string]string
 	health  map[string]WorkloadHealth
-	count   map[string]int    // workloads seen per release
-	ready   map[string]bool   // per release
-	fetched int               // log lines fetched in this pass (at most maxLogFetches)
-	stale   map[string]string // nodes that have not reported since Since -> why
+	count   map[string]int           // workloads seen per release
+	ready   map[string]bool          // per release
+	marks   map[string]*ReleaseMarks // per release: its pods' and Jobs' latest times
+	fetched int                      // log lines fetched in this pass (at most maxLogFetches)
+	stale   map[string]string        // nodes that have not reported since Since -> why
 }
 
 // scan looks at every workload in ns that belongs to a desired release.
@@ -76,7 +78,7 @@ func (hs *healthScan) scan(ctx context.Context, ns string) error {
 	}
 	for i := range dl.Items {
 		d := &dl.Items[i]
-		n.consider(ctx, d.ObjectMeta, d.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return DeploymentHealth(d, ps, l) })
+		n.consider(ctx, d.ObjectMeta, d.Spec.Selector, nil, func(ps []corev1.Pod, l Logs) WorkloadHealth { return DeploymentHealth(d, ps, l) })
 	}
 	sl, err := kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -84,7 +86,7 @@ func (hs *healthScan) scan(ctx context.Context, ns string) error {
 	}
 	for i := range sl.Items {
 		s := &sl.Items[i]
-		n.consider(ctx, s.ObjectMeta, s.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return StatefulSetHealth(s, ps, l) })
+		n.consider(ctx, s.ObjectMeta, s.Spec.Selector, nil, func(ps []corev1.Pod, l Logs) WorkloadHealth { return StatefulSetHealth(s, ps, l) })
 	}
 	dsl, err := kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -92,7 +94,7 @@ func (hs *healthScan) scan(ctx context.Context, ns string) error {
 	}
 	for i := range dsl.Items {
 		ds := &dsl.Items[i]
-		n.consider(ctx, ds.ObjectMeta, ds.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return DaemonSetHealth(ds, ps, l) })
+		n.consider(ctx, ds.ObjectMeta, ds.Spec.Selector, nil, func(ps []corev1.Pod, l Logs) WorkloadHealth { return DaemonSetHealth(ds, ps, l) })
 	}
 	jl, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -100,7 +102,7 @@ func (hs *healthScan) scan(ctx context.Context, ns string) error {
 	}
 	for i := range jl.Items {
 		j := &jl.Items[i]
-		n.consider(ctx, j.ObjectMeta, j.Spec.Selector, func(ps []corev1.Pod, l Logs) WorkloadHealth { return JobHealth(j, ps, l) })
+		n.consider(ctx, j.ObjectMeta, j.Spec.Selector, j, func(ps []corev1.Pod, l Logs) WorkloadHealth { return JobHealth(j, ps, l) })
 	}
 	return nil
 }
@@ -114,12 +116,16 @@ type nsScan struct {
 
 // consider records the health of one workload if it belongs to a desired release; the
 // last log lines of its failing containers are read only when it is not healthy.
-func (n *nsScan) consider(ctx context.Context, meta metav1.ObjectMeta, sel *metav1.LabelSelector, health func([]corev1.Pod, Logs) WorkloadHealth) {
+func (n *nsScan) consider(ctx context.Context, meta metav1.ObjectMeta, sel *metav1.LabelSelector, job *batchv1.Job, health func([]corev1.Pod, Logs) WorkloadHealth) {
 	rel, ok := n.owner(meta)
 	if !ok {
 		return
 	}
 	ps := n.podsFor(sel)
+	if n.marks[rel] == nil {
+		n.marks[rel] = &ReleaseMarks{}
+	}
+	addMarks(n.marks[rel], ps, job)
 	h := health(ps, nil)
 	if h.Reason != "" {
 		h = health(ps, n.logsFor(ctx, ps))

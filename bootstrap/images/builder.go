@@ -81,6 +81,9 @@ type Builder struct {
 	// Progress, if set, receives build progress (called from the builds'
 	// goroutines, possibly at the same time).
 	Progress func(Event)
+	// Built, if set, is told of every image BuildAll finished (built or cached), as
+	// soon as it is in the store (called from the builds' goroutines).
+	Built func(Result)
 	// Log receives the tools' output lines at debug level (default: discard).
 	Log *slog.Logger
 

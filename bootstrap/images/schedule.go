@@ -208,6 +208,9 @@ func (s *session) run(ctx context.Context, order []planned, n int) (map[string]R
 			running++
 			go func(r Recipe) {
 				res, err := s.build(ctx, r)
+				if err == nil && s.b.Built != nil {
+					s.b.Built(res)
+				}
 				finished <- outcome{r.Name, res, err}
 			}(p.r)
 		}

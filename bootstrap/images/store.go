@@ -60,6 +60,15 @@ func (s *Store) path() layout.Path { return layout.Path(s.layoutDir()) }
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
+// BlobPath is the file that holds blob h in the store ("" when it holds none).
+func (s *Store) BlobPath(h v1.Hash) string {
+	p := filepath.Join(s.layoutDir(), "blobs", h.Algorithm, h.Hex)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
 // List returns the stored images sorted by name.
 func (s *Store) List() ([]Stored, error) {
 	s.mu.Lock()

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/osdcloud/osd/daemon/api"
 )
 
 // Output formats of the commands that print data.
@@ -99,6 +103,56 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 				}
 				fmt.Fprintf(tw, "  %s/%s\t%d/%d ready: %s\n", h.Kind, h.Name, h.Ready, h.Desired, h.Reason)
 			}
+		}
+	}
+}
+
+// profileTable is where a converge run's time went: each step, image and release with
+// its phases (start from the run's start, and length), and the critical path.
+func profileTable(p *api.Profile) func(*tabwriter.Writer) {
+	return func(tw *tabwriter.Writer) {
+		d := func(x time.Duration) string { return x.Round(100 * time.Millisecond).String() }
+		fmt.Fprintf(tw, "STEP\tSTART\tTOOK\n")
+		for _, s := range p.Steps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, d(s.Start), d(s.Took))
+		}
+		phases := func(ps []api.Span) string {
+			var parts []string
+			for _, s := range ps {
+				parts = append(parts, s.Name+" "+d(s.Took))
+			}
+			return strings.Join(parts, ", ")
+		}
+		if len(p.Images) > 0 {
+			fmt.Fprintf(tw, "\nIMAGE\tSTART\tPHASES\n")
+			for _, im := range p.Images {
+				start := ""
+				if len(im.Phases) > 0 {
+					start = d(im.Phases[0].Start)
+				}
+				how := phases(im.Phases)
+				if im.Cached {
+					how = "cached; " + how
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", im.Name, start, how)
+			}
+		}
+		if len(p.Releases) > 0 {
+			fmt.Fprintf(tw, "\nRELEASE\tSTART\tPHASES\n")
+			for _, r := range p.Releases {
+				if len(r.Phases) == 0 {
+					fmt.Fprintf(tw, "%s\t\tunchanged\n", r.Name)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, d(r.Phases[0].Start), phases(r.Phases))
+			}
+		}
+		if len(p.CriticalPath) > 0 {
+			var parts []string
+			for _, s := range p.CriticalPath {
+				parts = append(parts, fmt.Sprintf("%s %s-%s", s.Name, d(s.Start), d(s.End())))
+			}
+			fmt.Fprintf(tw, "\ncritical path: %s\n", strings.Join(parts, " -> "))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -109,5 +110,28 @@ func TestStatusTableDeployment(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "StatefulSet/mariadb") {
 		t.Errorf("status table lists a ready workload: %q", b.String())
+	}
+}
+
+func TestProfileTable(t *testing.T) {
+	s := func(name string, start, took int) api.Span {
+		return api.Span{Name: name, Start: time.Duration(start) * time.Second, Took: time.Duration(took) * time.Second}
+	}
+	p := &api.Profile{
+		Steps:    []api.Span{s("image-build", 1, 300), s("openstack", 310, 150)},
+		Images:   []api.ImageProfile{{Name: "base", Phases: []api.Span{s("resolve", 1, 2), s("install", 3, 30)}}, {Name: "pause", Cached: true, Phases: []api.Span{s("resolve", 1, 0)}}},
+		Releases: []api.ReleaseProfile{{Name: "keystone", Phases: []api.Span{s("waiting", 310, 20), s("helm", 330, 2), s("ready", 332, 40)}}, {Name: "ovn"}},
+		CriticalPath: []api.Span{s("image base", 3, 30), s("release keystone", 330, 42)},
+	}
+	var b bytes.Buffer
+	if err := render(&b, "table", p, profileTable(p)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"image-build  1s     5m0s", "base   1s     resolve 2s, install 30s", "pause  1s     cached; resolve 0s",
+		"keystone  5m10s  waiting 20s, helm 2s, ready 40s", "ovn              unchanged",
+		"critical path: image base 3s-33s -> release keystone 5m30s-6m12s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("profileTable() =\n%s\nwant a line with %q", b.String(), want)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 func newInitCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
 	var req api.InitRequest
+	var profile bool
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Bring this host up as an osd cloud (idempotent: re-run it at any time)",
@@ -38,6 +39,7 @@ func newInitCmd(g *globals) *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			p := newProgress(os.Stdout)
+			p.profile = profile
 			return runInit(ctx, g, p, req)
 		},
 	}
@@ -45,6 +47,7 @@ func newInitCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.ExternalInterface, "external-interface", "", "move this NIC into br-ex (rolled back if the host loses connectivity) instead of an isolated NATed external network")
 	cmd.Flags().StringVar(&req.ExternalCIDR, "external-cidr", "", "the isolated external network (default 172.24.4.0/24)")
 	cmd.Flags().BoolVar(&req.KubernetesOnly, "kubernetes-only", false, "stop once the host and its embedded Kubernetes node are ready (no OpenStack)")
+	cmd.Flags().BoolVar(&profile, "profile", false, "at the end, print where the time went: every step, image and release by phase, and the critical path")
 	return cmd
 }
 
@@ -92,6 +95,12 @@ func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) 
 				p.okTook(msg, e.Took)
 			}
 			shown++
+		}
+		if (st.State == api.ConvergeSucceeded || st.State == api.ConvergeFailed) && p.profile && st.Profile != nil {
+			defer func() {
+				fmt.Fprintf(p.w, "\nprofile (times from the start of the run):\n")
+				render(p.w, "table", st.Profile, profileTable(st.Profile))
+			}()
 		}
 		switch st.State {
 		case api.ConvergeSucceeded:
@@ -166,6 +175,7 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 // progress prints one line per step with its duration; on a terminal it animates the
 // wait and shows the current reason, otherwise it prints plain lines.
 type progress struct {
+	profile bool // print the run's profile at the end
 	w       io.Writer
 	tty     bool
 	start   time.Time

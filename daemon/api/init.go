@@ -36,6 +36,46 @@ type InitState struct {
 	Decision  *Decisions `json:"decisions,omitempty"`
 	// Dashboard is Horizon's address once the cloud is up (login: the admin credentials).
 	Dashboard string `json:"dashboard,omitempty"`
+	// Profile is where the run's time went, once it ended.
+	Profile *Profile `json:"profile,omitempty"`
+}
+
+// Profile is where the time of a converge run went: each step, each image (resolve,
+// download, install, customize, pack, store, import) and each release (waiting for its
+// dependencies, Helm, pods scheduled, containers started, init Jobs, ready), as spans
+// from the run's start, and the chain of them that set the run's length.
+type Profile struct {
+	Steps        []Span           `json:"steps"`
+	Images       []ImageProfile   `json:"images,omitempty"`
+	Releases     []ReleaseProfile `json:"releases,omitempty"`
+	CriticalPath []Span           `json:"critical_path,omitempty"`
+}
+
+// Span is a named stretch of a run: from Start (after the run's start) for Took.
+type Span struct {
+	Name  string        `json:"name"`
+	Start time.Duration `json:"start"`
+	Took  time.Duration `json:"took"`
+}
+
+// End is when the span ended, from the run's start.
+func (s Span) End() time.Duration { return s.Start + s.Took }
+
+// ImageProfile is one image of a run: its build's phases (only resolve when the cache
+// held it) and its import into containerd.
+type ImageProfile struct {
+	Name   string `json:"name"`
+	Base   string `json:"base,omitempty"` // the image it is layered on
+	Cached bool   `json:"cached"`
+	Phases []Span `json:"phases"`
+}
+
+// ReleaseProfile is one Helm release of a run, its phases in the order they ended
+// (none when the run did not touch it).
+type ReleaseProfile struct {
+	Name      string   `json:"name"`
+	DependsOn []string `json:"depends_on,omitempty"`
+	Phases    []Span   `json:"phases"`
 }
 
 // Step is one attempt of a step of a converge or join run: started (Done false) or

@@ -39,6 +39,8 @@ type MoreSteps func(detail func(string)) []bootstrap.Step
 type Service struct {
 	st   *state.State
 	more MoreSteps
+	// Profiles, when set, give the images' and releases' part of a run's profile.
+	Profiles Profiles
 
 	startMu sync.Mutex // one Start at a time
 	mu      sync.Mutex
@@ -123,7 +125,24 @@ var (
 // converge runs preflight, then the plan.
 func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retry, emit func(string)) error {
 	s.update(func(c *api.InitState) { c.Run = run })
+	spans := newStepSpans(s.Snapshot().Started)
+	var needs map[string][]string
+	defer func() {
+		started := spans.start
+		var images []api.ImageProfile
+		var releases []api.ReleaseProfile
+		if s.Profiles.Images != nil {
+			images = s.Profiles.Images(started)
+		}
+		if s.Profiles.Releases != nil {
+			releases = s.Profiles.Releases(started)
+		}
+		p := BuildProfile(spans.list(), needs, images, releases)
+		s.update(func(c *api.InitState) { c.Profile = p })
+	}()
+	t0 := time.Now()
 	rep, err := preflight.Run(ctx, PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	spans.done(api.Step{Step: "preflight", Took: time.Since(t0)}, time.Now())
 	if err != nil && len(rep.Findings) == 0 {
 		return fmt.Errorf("preflight: %w", err)
 	}
@@ -144,11 +163,18 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 	}
 	detail := func(d string) { s.update(func(c *api.InitState) { c.Detail = d }) }
 	steps := s.Plan(rep.Decisions, goal != state.GoalKubernetes, detail)
+	needs = map[string][]string{}
+	for _, st := range steps {
+		needs[st.Name] = append(append([]string(nil), st.Needs...), "preflight")
+	}
 	return bootstrap.ExecuteGraph(ctx, s.st.DB, run, steps, retry, func(e bootstrap.Event) {
 		s.update(func(c *api.InitState) {
 			c.Detail = ""
 			c.Steps = SetStep(c.Steps, e)
 		})
+		if e.Done {
+			spans.done(e, time.Now())
+		}
 		emit(StepLine(e))
 		if e.Done {
 			slog.Info("step", "step", e.Step, "attempt", e.Attempt, "changed", e.Changed, "took", e.Took.Round(time.Millisecond), "err", e.Error, "retry_in", e.RetryIn)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap"
@@ -38,6 +39,7 @@ type Service struct {
 
 	ctrlOnce sync.Once
 	ctrl     *deploy.Controller
+	ctrlP    atomic.Pointer[deploy.Controller] // ctrl, for readers outside ctrlOnce
 	runOnce  sync.Once
 	answers  answers
 }
@@ -55,6 +57,7 @@ func (s *Service) controller() (*deploy.Controller, *node.Clients, error) {
 	s.ctrlOnce.Do(func() {
 		s.ctrl = &deploy.Controller{Kube: kc.Kube, Dynamic: kc.Dynamic, Helm: kc.Helm, Charts: charts.FS, Since: s.st.Started,
 			Log: slog.Default().With("component", "deploy")}
+		s.ctrlP.Store(s.ctrl)
 	})
 	return s.ctrl, kc, nil
 }
@@ -151,4 +154,29 @@ func (s *Service) writeCredentials(c deploy.AdminCredentials) (bool, error) {
 		changed = true
 	}
 	return changed, nil
+}
+
+// Profile is every release the controller acted on, its phases as spans from since
+// (sorted by name; nil before the controller exists).
+func (s *Service) Profile(since time.Time) []api.ReleaseProfile {
+	c := s.ctrlP.Load()
+	if c == nil {
+		return nil
+	}
+	tl := c.Timeline()
+	cat := deploy.DefaultCatalog()
+	out := make([]api.ReleaseProfile, 0, len(tl))
+	for name, m := range tl {
+		svc, _ := cat.Service(name)
+		rp := api.ReleaseProfile{Name: name, DependsOn: svc.DependsOn}
+		for _, p := range m.Phases() {
+			if p.End.Before(since) {
+				continue // an action of an earlier run
+			}
+			rp.Phases = append(rp.Phases, api.Span{Name: p.Name, Start: p.Start.Sub(since), Took: p.End.Sub(p.Start)})
+		}
+		out = append(out, rp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -31,10 +32,15 @@ var DeployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "open
 
 // Service is the image resource of one daemon.
 type Service struct {
-	st      *state.State
-	once    sync.Once
-	builder *bimages.Builder
-	busy    sync.Mutex // one image build or import at a time
+	st       *state.State
+	once     sync.Once
+	builder  *bimages.Builder
+	busy     sync.Mutex // one image build or bundle import at a time
+	importMu sync.Mutex // one import into containerd at a time
+
+	mu   sync.Mutex
+	imp  *importer                // the current image-build's imports
+	runs map[string]*imageProfile // the current run's builds and imports, for the profile
 }
 
 // New returns the image resource of st.
@@ -193,22 +199,35 @@ func (s *Service) postImagesImport(r *http.Request) rest.Response {
 	return rest.SyncResponse(storedImages(stored))
 }
 
-// Step is the converge step that builds (or finds cached) every image the deployment
-// needs and imports into containerd those it does not hold at that digest; detail says
-// what it is doing now.
-func (s *Service) Step(detail func(string)) bootstrap.Step {
-	return bootstrap.Step{Name: "images", Needs: []string{"kubernetes"}, Run: func(ctx context.Context) (bool, string, error) { return s.ensureImages(ctx, detail) }}
+// Steps are the converge steps of the images: image-build builds (or finds cached) every
+// image the deployment needs, two at a time, from the start of the run (it needs
+// nothing: it overlaps the host's preparation and Kubernetes' start), and imports each
+// into containerd as soon as it is built and containerd runs; images (after the builds
+// and Kubernetes) finishes the imports, so every image is in containerd at its digest.
+// detail says what the running step is doing now.
+func (s *Service) Steps(detail func(string)) []bootstrap.Step {
+	return []bootstrap.Step{
+		{Name: "image-build", Run: func(ctx context.Context) (bool, string, error) { return s.buildImages(ctx, detail) }},
+		{Name: "images", Needs: []string{"image-build", "kubernetes"}, Run: func(ctx context.Context) (bool, string, error) { return s.importImages(ctx, detail) }},
+	}
 }
 
-// ensureImages is the converge step that builds (or finds cached) every image the
-// deployment needs and imports into containerd those it does not hold at that digest.
-func (s *Service) ensureImages(ctx context.Context, detail func(string)) (bool, string, error) {
+// buildImages is the image-build step.
+func (s *Service) buildImages(ctx context.Context, detail func(string)) (bool, string, error) {
 	s.busy.Lock()
 	defer s.busy.Unlock()
+	imp := s.newImporter(ctx)
 	b := s.Builder()
 	b.Progress = buildReporter(detail)
-	defer func() { b.Progress = nil }()
+	b.Built = func(r bimages.Result) {
+		s.recordBuild(r)
+		if slices.Contains(DeployImages, r.Name) {
+			imp.add(r.Name)
+		}
+	}
+	defer func() { b.Progress, b.Built = nil, nil }()
 	results, err := b.BuildAll(ctx, DeployImages...)
+	imp.close()
 	if err != nil {
 		return false, "", err
 	}
@@ -218,43 +237,63 @@ func (s *Service) ensureImages(ctx context.Context, detail func(string)) (bool, 
 			built++
 		}
 	}
-	imported, err := s.ImportStored(ctx, DeployImages...)
-	if err != nil {
-		return built > 0, "", err
-	}
-	return built > 0 || len(imported) > 0, fmt.Sprintf("%d built, %d cached, %d imported into containerd", built, len(results)-built, len(imported)), nil
+	return built > 0, fmt.Sprintf("%d built, %d cached", built, len(results)-built), nil
 }
 
-// ImportStored imports the named stored images whose digest containerd does not have.
+// importImages is the images step: it waits for the imports the build step queued, then
+// imports whatever containerd still lacks at its digest.
+func (s *Service) importImages(ctx context.Context, detail func(string)) (bool, string, error) {
+	s.mu.Lock()
+	imp := s.imp
+	s.mu.Unlock()
+	early := 0
+	if imp != nil {
+		detail("importing the images into containerd as they are built")
+		n, err := imp.wait(ctx)
+		if err != nil {
+			slog.Warn("import while building failed; importing again", "err", err)
+		}
+		early = n
+	}
+	imported, err := s.ImportStored(ctx, DeployImages...)
+	if err != nil {
+		return early > 0, "", err
+	}
+	n := early + len(imported)
+	return n > 0, fmt.Sprintf("%d imported into containerd (%d while building), %d there already", n, early, len(DeployImages)-n), nil
+}
+
+// ImportStored imports the named stored images whose digest containerd does not have,
+// one by one (the import of each is timed for the profile).
 func (s *Service) ImportStored(ctx context.Context, names ...string) ([]string, error) {
+	s.importMu.Lock()
+	defer s.importMu.Unlock()
 	store, err := s.Builder().Store()
 	if err != nil {
 		return nil, err
 	}
-	sock := s.st.Cfg.K3s().ContainerdSocket()
-	refs := map[string]v1.Image{}
+	cfg := s.st.Cfg.K3s()
+	sock := cfg.ContainerdSocket()
+	opts := ctrimport.Options{ContentDir: filepath.Join(cfg.ContainerdRoot(), "io.containerd.content.v1.content"), BlobPath: store.BlobPath}
+	var imported []string
 	for _, n := range names {
 		img, st, err := store.Get(n)
 		if err != nil {
-			return nil, fmt.Errorf("image %s: %w", n, err)
+			return imported, fmt.Errorf("image %s: %w", n, err)
 		}
 		have, err := k3s.ImageDigest(ctx, sock, st.Ref)
 		if err != nil {
-			return nil, err
+			return imported, err
 		}
-		if have != st.Digest {
-			refs[st.Ref] = img
+		if have == st.Digest {
+			continue
 		}
-	}
-	if len(refs) == 0 {
-		return nil, nil
-	}
-	if err := ctrimport.ImportMany(ctx, sock, refs); err != nil {
-		return nil, err
-	}
-	imported := make([]string, 0, len(refs))
-	for r := range refs {
-		imported = append(imported, r)
+		t0 := time.Now()
+		if err := ctrimport.ImportMany(ctx, sock, map[string]v1.Image{st.Ref: img}, opts); err != nil {
+			return imported, err
+		}
+		s.recordImport(n, t0, time.Now())
+		imported = append(imported, st.Ref)
 	}
 	sort.Strings(imported)
 	return imported, nil

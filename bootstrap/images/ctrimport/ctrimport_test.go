@@ -3,15 +3,18 @@ package ctrimport
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	digest "github.com/opencontainers/go-digest"
 
 	"github.com/osdcloud/osd/bootstrap/images"
 )
@@ -162,4 +165,104 @@ func TestImport(t *testing.T) {
 	if err != nil || cfgGot.Digest.String() != cfgWant.String() {
 		t.Errorf("docker-save import config = %v, %v; want %s", cfgGot.Digest, err, cfgWant)
 	}
+}
+
+// TestImportSharedLayersLinked imports two images from an image store that share their
+// lower layer, the second after the first: the shared layer is hard-linked into
+// containerd's content store once (the same file, no copy), both images keep the
+// store's manifest digests and are unpacked, and importing again changes nothing.
+func TestImportSharedLayersLinked(t *testing.T) {
+	sock := startContainerd(t)
+	contentDir := filepath.Join(filepath.Dir(sock), "root", "io.containerd.content.v1.content")
+	store, err := images.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := images.ImageFromFiles([]images.File{{Path: "bin/base", Mode: 0o755, Data: []byte("base")}}, images.ImageConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseLayers, _ := base.Layers()
+	top := func(name string) v1.Image {
+		l, err := images.ImageFromFiles([]images.File{{Path: "etc/" + name, Mode: 0o644, Data: []byte(name)}}, images.ImageConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, _ := l.Layers()
+		img, err := images.ImageFromLayers(append(append([]v1.Layer(nil), baseLayers...), ls...), images.ImageConfig{Cmd: []string{"/bin/base"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Put(img, images.Stored{Name: name, Ref: "localhost/osd/" + name + ":1"}); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := store.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	a, b := top("a"), top("b")
+	opts := Options{ContentDir: contentDir, BlobPath: store.BlobPath}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, x := range []struct {
+		ref string
+		img v1.Image
+	}{{"localhost/osd/a:1", a}, {"localhost/osd/b:1", b}, {"localhost/osd/a:1", a}} {
+		if err := ImportMany(ctx, sock, map[string]v1.Image{x.ref: x.img}, opts); err != nil {
+			t.Fatalf("ImportMany(%s) = %v", x.ref, err)
+		}
+	}
+	c, err := containerd.New(sock, containerd.WithDefaultNamespace(Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nctx := namespaces.WithNamespace(ctx, Namespace)
+	for ref, img := range map[string]v1.Image{"localhost/osd/a:1": a, "localhost/osd/b:1": b} {
+		got, err := c.GetImage(nctx, ref)
+		if err != nil {
+			t.Fatalf("GetImage(%s) = %v", ref, err)
+		}
+		want, _ := img.Digest()
+		if got.Target().Digest.String() != want.String() {
+			t.Errorf("%s digest = %s, want %s", ref, got.Target().Digest, want)
+		}
+		if ok, err := got.IsUnpacked(nctx, ""); err != nil || !ok {
+			t.Errorf("%s IsUnpacked = %v, %v; want true", ref, ok, err)
+		}
+	}
+	shared, _ := baseLayers[0].Digest()
+	var inStore, inContainerd syscall.Stat_t
+	if err := syscall.Stat(store.BlobPath(shared), &inStore); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Stat(filepath.Join(contentDir, "blobs", "sha256", shared.Hex), &inContainerd); err != nil {
+		t.Fatalf("shared layer not in containerd's content directory: %v", err)
+	}
+	if inStore.Ino != inContainerd.Ino {
+		t.Errorf("shared layer: containerd holds a copy (inode %d), want the store's file (inode %d) linked", inContainerd.Ino, inStore.Ino)
+	}
+	info, err := c.ContentStore().Info(nctx, digest.Digest(shared.String()))
+	if err != nil {
+		t.Fatalf("content Info(shared layer) = %v", err)
+	}
+	if info.Size != int64(len(mustBytes(t, baseLayers[0]))) {
+		t.Errorf("content Info(shared layer) size = %d", info.Size)
+	}
+}
+
+func mustBytes(t *testing.T, l v1.Layer) []byte {
+	t.Helper()
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
