@@ -122,8 +122,8 @@ func TestBuildMinimalImage(t *testing.T) {
 		t.Fatalf("Store.Get(%s) = %v", BaseImage, err)
 	}
 	bl, _ := baseImg.Layers()
-	if len(bl) != 1 || digestOf(t, bl[0]) != digestOf(t, layers[0]) {
-		t.Errorf("memcached's lower layer %s, want base's only layer", digestOf(t, layers[0]))
+	if len(bl) != 1 || layerDigest(t, bl[0]) != layerDigest(t, layers[0]) {
+		t.Errorf("memcached's lower layer %s, want base's only layer", layerDigest(t, layers[0]))
 	}
 	if mt, _ := layers[1].MediaType(); mt != types.DockerUncompressedLayer {
 		t.Errorf("layer media type %s, want %s (no compression on the local path)", mt, types.DockerUncompressedLayer)
@@ -134,7 +134,7 @@ func TestBuildMinimalImage(t *testing.T) {
 			t.Errorf("memcached's own layer holds %s, which base has", name)
 		}
 	}
-	got := layerIndex(t, layers)
+	got, _ := flatLayers(t, layers)
 	checks := []struct {
 		name     string
 		typ      byte
@@ -233,7 +233,7 @@ func readMerged(t *testing.T, layers []v1.Layer, name string) string {
 	return ""
 }
 
-func digestOf(t *testing.T, l v1.Layer) string {
+func layerDigest(t *testing.T, l v1.Layer) string {
 	t.Helper()
 	d, err := l.Digest()
 	if err != nil {

@@ -2,15 +2,24 @@ package images
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // An airgap bundle is one tar file: bundle.json first (format version, the
 // images with name, reference, digest and recipe hash, and every blob's
 // digest and size), then an OCI image layout (oci-layout, blobs/sha256/...,
-// index.json), so `ctr images import` can read a bundle too.
+// index.json). The files osd writes (ExportBundleFile, WriteBundleFile) are
+// compressed with zstd on every core: the layers are not compressed in the
+// store, so the bundle, which crosses a network or a USB stick, is where
+// compression pays. ImportBundle reads both forms; decompressed (zstd -d),
+// `ctr images import` reads a bundle too.
 
 const (
 	bundleManifestName = "bundle.json"
@@ -88,13 +97,46 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 	return sel, nil
 }
 
-// ExportBundleFile writes the bundle to path atomically.
+// ExportBundleFile writes the bundle to path atomically, compressed.
 func ExportBundleFile(path string, store *Store, names ...string) ([]Stored, error) {
 	var sel []Stored
 	err := writeFileAtomic(path, func(w io.Writer) error {
 		var err error
-		sel, err = ExportBundle(w, store, names...)
+		sel, err = exportCompressed(w, store, names...)
 		return err
 	})
 	return sel, err
+}
+
+// exportCompressed is ExportBundle through a zstd encoder using every core.
+func exportCompressed(w io.Writer, store *Store, names ...string) ([]Stored, error) {
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		return nil, fmt.Errorf("export bundle: %w", err)
+	}
+	sel, err := ExportBundle(zw, store, names...)
+	if err != nil {
+		zw.Close()
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("export bundle: %w", err)
+	}
+	return sel, nil
+}
+
+// zstdMagic starts every zstd frame.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// decompressed reads r, decompressing it when it starts as zstd.
+func decompressed(r io.Reader) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	if head, err := br.Peek(4); err != nil || !bytes.Equal(head, zstdMagic) {
+		return br, func() {}, nil // a plain tar (or too short: the tar reader says so)
+	}
+	zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)))
+	if err != nil {
+		return nil, nil, err
+	}
+	return zr, zr.Close, nil
 }

@@ -98,7 +98,7 @@ func fileKind(m fs.FileMode) string {
 	return "special file"
 }
 
-// WriteBundleFile writes the bundle of the named images (all when none) to path through
+// WriteBundleFile writes the bundle of the named images (all when none), compressed, to path through
 // a temporary file in the same directory, renamed into place only at the end. Unless
 // replace is set, the rename refuses to replace a file that appeared meanwhile
 // (RENAME_NOREPLACE), and the error wraps ErrBadDestination.
@@ -106,7 +106,7 @@ func WriteBundleFile(path string, replace bool, store *Store, names ...string) (
 	var sel []Stored
 	err := writeFileAtomicMode(path, replace, func(w io.Writer) error {
 		var err error
-		sel, err = ExportBundle(w, store, names...)
+		sel, err = exportCompressed(w, store, names...)
 		return err
 	})
 	return sel, err

@@ -38,7 +38,12 @@ func ImportBundle(path string, store *Store) ([]Stored, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return importBundle(f, path, store)
+	r, done, err := decompressed(f)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s is corrupt: %v; nothing was imported (make a new one with osd images export): %w", path, err, ErrBadBundle)
+	}
+	defer done()
+	return importBundle(r, path, store)
 }
 
 // openBundle opens path for reading if it is a regular file (a fifo or device would

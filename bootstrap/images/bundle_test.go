@@ -117,14 +117,27 @@ func TestBundleRoundTrip(t *testing.T) {
 
 func TestImportBundleRejectsDamage(t *testing.T) {
 	src := smallStore(t)
+	// The uncompressed form, so a flipped byte in a blob keeps the tar (and the
+	// compression) valid and only the digest check can catch it; the compressed
+	// file's damage is in the cases below too.
+	var plain bytes.Buffer
+	if _, err := ExportBundle(&plain, src); err != nil {
+		t.Fatal(err)
+	}
+	data := plain.Bytes()
 	good := filepath.Join(t.TempDir(), "good.bundle")
 	if _, err := ExportBundleFile(good, src); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(good)
+	zdata, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !bytes.HasPrefix(zdata, zstdMagic) || len(zdata) >= len(data) {
+		t.Errorf("ExportBundleFile() wrote %d bytes starting %x, want zstd smaller than the %d-byte tar", len(zdata), zdata[:4], len(data))
+	}
+	zflip := append([]byte(nil), zdata...)
+	zflip[len(zflip)/2] ^= 0x01
 	flip := func(off int) []byte {
 		b := append([]byte(nil), data...)
 		b[off] ^= 0x01
@@ -159,6 +172,8 @@ func TestImportBundleRejectsDamage(t *testing.T) {
 		{"only the header", data[:512]},
 		{"empty", nil},
 		{"not a tar", []byte(strings.Repeat("garbage!", 200))},
+		{"compressed: flipped byte", zflip},
+		{"compressed: truncated", zdata[:len(zdata)*2/3]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

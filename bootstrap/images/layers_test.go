@@ -35,7 +35,7 @@ func layerDigests(t *testing.T, s *Store, name string) []string {
 	}
 	var out []string
 	for _, l := range ls {
-		out = append(out, digestOf(t, l))
+		out = append(out, layerDigest(t, l))
 	}
 	return out
 }

@@ -108,8 +108,8 @@ func TestOverlayLayerRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if digestOf(t, again) != digestOf(t, layer) {
-			t.Errorf("repacked layer %s, want %s", digestOf(t, again), digestOf(t, layer))
+		if layerDigest(t, again) != layerDigest(t, layer) {
+			t.Errorf("repacked layer %s, want %s", layerDigest(t, again), layerDigest(t, layer))
 		}
 	})
 
