@@ -11,6 +11,7 @@ require (
 	github.com/google/nftables v0.2.0
 	github.com/gorilla/mux v1.8.1
 	github.com/k3s-io/k3s v1.33.0-rc1.0.20250905195603-857412ae5891
+	github.com/klauspost/compress v1.18.0
 	github.com/mattn/go-sqlite3 v1.14.32
 	github.com/mitchellh/copystructure v1.2.0
 	github.com/ovn-org/libovsdb v0.7.0
@@ -222,7 +223,6 @@ require (
 	github.com/k3s-io/helm-controller v0.16.13 // indirect
 	github.com/k3s-io/kine v0.14.0 // indirect
 	github.com/karrick/godirwalk v1.17.0 // indirect
-	github.com/klauspost/compress v1.18.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
 	github.com/koron/go-ssdp v0.0.5 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect

@@ -13,9 +13,11 @@ func TestLevels(t *testing.T) {
 		want    [][]string
 		wantErr string
 	}{
+		// Only real dependencies: the infrastructure and OVN need nothing, everything
+		// after Keystone installs side by side but Nova (after Placement).
 		{name: "default", cat: DefaultCatalog(), want: [][]string{
-			{"ceph", "coredns"}, {"mariadb", "memcached", "rabbitmq"}, {"keystone"}, {"cinder", "glance", "ovn", "placement"},
-			{"neutron"}, {"nova"}, {"heat"}, {"horizon"},
+			{"ceph", "coredns", "mariadb", "memcached", "ovn", "rabbitmq"}, {"keystone"},
+			{"cinder", "glance", "heat", "horizon", "neutron", "placement"}, {"nova"},
 		}},
 		{name: "cycle", cat: Catalog{Services: []Service{
 			{Name: "a", DependsOn: []string{"c"}}, {Name: "b", DependsOn: []string{"a"}}, {Name: "c", DependsOn: []string{"b"}}, {Name: "d"},
@@ -64,17 +66,19 @@ func TestPlan(t *testing.T) {
 		ready    map[string]bool
 		want     []string // "op service"
 	}{
-		{name: "fresh installs only the root", desired: first, want: []string{"install coredns"}},
-		{name: "root installed not ready waits", desired: first,
-			observed: map[string]ChildStatus{"coredns": {Revision: 1, ValuesHash: "h1"}}, want: nil},
-		{name: "root ready: three in parallel", desired: first,
-			observed: map[string]ChildStatus{"coredns": {Revision: 1, ValuesHash: "h1"}},
-			ready:    map[string]bool{"coredns": true},
-			want:     []string{"install mariadb", "install memcached", "install rabbitmq"}},
-		{name: "keystone waits for all three", desired: first,
+		{name: "fresh installs every root side by side", desired: first,
+			want: []string{"install coredns", "install mariadb", "install memcached", "install rabbitmq"}},
+		{name: "roots installed not ready: keystone waits", desired: first,
+			observed: map[string]ChildStatus{"coredns": {Revision: 1, ValuesHash: "h1"}, "mariadb": {Revision: 1, ValuesHash: "h2"},
+				"rabbitmq": {Revision: 1, ValuesHash: "h3"}, "memcached": {Revision: 1, ValuesHash: "h4"}}, want: nil},
+		{name: "keystone waits for what it uses", desired: first,
 			observed: map[string]ChildStatus{"coredns": {Revision: 1, ValuesHash: "h1"}, "mariadb": {Revision: 1, ValuesHash: "h2"},
 				"rabbitmq": {Revision: 1, ValuesHash: "h3"}, "memcached": {Revision: 1, ValuesHash: "h4"}},
 			ready: map[string]bool{"coredns": true, "mariadb": true, "rabbitmq": true}, want: nil},
+		{name: "keystone does not wait for rabbitmq, which it does not use", desired: first,
+			observed: map[string]ChildStatus{"coredns": {Revision: 1, ValuesHash: "h1"}, "mariadb": {Revision: 1, ValuesHash: "h2"},
+				"rabbitmq": {Revision: 1, ValuesHash: "h3"}, "memcached": {Revision: 1, ValuesHash: "h4"}},
+			ready: map[string]bool{"coredns": true, "mariadb": true, "memcached": true}, want: []string{"install keystone"}},
 		{name: "converged yields nothing", observed: converged, desired: first, ready: allReady, want: nil},
 		{name: "changed values upgrade", observed: converged, desired: with(first, "keystone", "h5b"), ready: allReady,
 			want: []string{"upgrade keystone"}},
