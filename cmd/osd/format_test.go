@@ -118,9 +118,9 @@ func TestProfileTable(t *testing.T) {
 		return api.Span{Name: name, Start: time.Duration(start) * time.Second, Took: time.Duration(took) * time.Second}
 	}
 	p := &api.Profile{
-		Steps:    []api.Span{s("image-build", 1, 300), s("openstack", 310, 150)},
-		Images:   []api.ImageProfile{{Name: "base", Phases: []api.Span{s("resolve", 1, 2), s("install", 3, 30)}}, {Name: "pause", Cached: true, Phases: []api.Span{s("resolve", 1, 0)}}},
-		Releases: []api.ReleaseProfile{{Name: "keystone", Phases: []api.Span{s("waiting", 310, 20), s("helm", 330, 2), s("ready", 332, 40)}}, {Name: "ovn"}},
+		Steps:        []api.Span{s("image-build", 1, 300), s("openstack", 310, 150)},
+		Images:       []api.ImageProfile{{Name: "base", Phases: []api.Span{s("resolve", 1, 2), s("install", 3, 30)}}, {Name: "pause", Cached: true, Phases: []api.Span{s("resolve", 1, 0)}}},
+		Releases:     []api.ReleaseProfile{{Name: "keystone", Phases: []api.Span{s("waiting", 310, 20), s("helm", 330, 2), s("ready", 332, 40)}}, {Name: "ovn"}},
 		CriticalPath: []api.Span{s("image base", 3, 30), s("release keystone", 330, 42)},
 	}
 	var b bytes.Buffer
