@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap"
+	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/converge"
@@ -239,6 +240,7 @@ func (d *Daemon) info() api.ServerInfo {
 		PID:       os.Getpid(),
 		StartedAt: d.started,
 		Uptime:    time.Since(d.started).Round(time.Second).String(),
+		OpenStack: bimages.OpenStackRelease,
 		Kubernetes: api.KubernetesStatus{
 			APIReady:  k.APIReady,
 			NodeName:  d.cfg.NodeName,

@@ -47,6 +47,9 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 		info := st.ServerInfo
 		fmt.Fprintf(tw, "daemon\t%s (version %s, up %s)\n", info.State, info.Version, info.Uptime)
 		fmt.Fprintf(tw, "state dir\t%s\n", info.StateDir)
+		if info.OpenStack != "" {
+			fmt.Fprintf(tw, "openstack\t%s (Debian 12's packages)\n", releaseName(info.OpenStack))
+		}
 		k := info.Kubernetes
 		api := "not ready"
 		if k.APIReady {
@@ -105,6 +108,14 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 			}
 		}
 	}
+}
+
+// releaseName is an OpenStack release's name as OpenStack writes it ("zed" -> "Zed").
+func releaseName(r string) string {
+	if r == "" {
+		return r
+	}
+	return strings.ToUpper(r[:1]) + r[1:]
 }
 
 // profileTable is where a converge run's time went: each step, image and release with

@@ -13,7 +13,7 @@ import (
 )
 
 func TestRenderStatus(t *testing.T) {
-	ready := api.ServerInfo{Version: "1.0", State: api.StateRunning, StateDir: "/var/lib/osd", Uptime: "5s",
+	ready := api.ServerInfo{Version: "1.0", State: api.StateRunning, StateDir: "/var/lib/osd", Uptime: "5s", OpenStack: "zed",
 		Kubernetes: api.KubernetesStatus{APIReady: true, NodeName: "n1", NodeReady: true}}
 	notReady := ready
 	notReady.Kubernetes = api.KubernetesStatus{APIReady: true, NodeName: "n1", Reason: "node not ready: cni config uninitialized"}
@@ -23,7 +23,7 @@ func TestRenderStatus(t *testing.T) {
 		want         []string
 		wantErr      bool
 	}{
-		{name: "table ready", format: "table", info: ready, want: []string{"daemon", "running", "node n1", "Ready"}},
+		{name: "table ready", format: "table", info: ready, want: []string{"daemon", "running", "node n1", "Ready", "openstack       Zed (Debian 12's packages)"}},
 		{name: "table not ready says why", format: "table", info: notReady, want: []string{"not ready", "why", "cni config uninitialized"}},
 		{name: "json", format: "json", info: notReady, want: []string{`"node_ready": false`, `"reason": "node not ready: cni config uninitialized"`}},
 		{name: "yaml", format: "yaml", info: ready, want: []string{"node_ready: true", "state: running"}},

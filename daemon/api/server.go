@@ -11,13 +11,15 @@ const (
 
 // ServerInfo is what GET /1.0 returns: who the daemon is and how far it got.
 type ServerInfo struct {
-	Version    string           `json:"version"`
-	State      string           `json:"state"`
-	StateDir   string           `json:"state_dir"`
-	Hostname   string           `json:"hostname,omitempty"`
-	PID        int              `json:"pid,omitempty"`
-	StartedAt  time.Time        `json:"started_at,omitzero"`
-	Uptime     string           `json:"uptime"`
+	Version   string    `json:"version"`
+	State     string    `json:"state"`
+	StateDir  string    `json:"state_dir"`
+	Hostname  string    `json:"hostname,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	Uptime    string    `json:"uptime"`
+	// OpenStack is the OpenStack release the service images hold ("zed": Debian 12's).
+	OpenStack  string           `json:"openstack,omitempty"`
 	Kubernetes KubernetesStatus `json:"kubernetes"`
 }
 
