@@ -106,7 +106,7 @@ func (b *Builder) fetchDebs(ctx context.Context, sess *session, r Recipe, vers m
 		return "", err
 	}
 	dir := filepath.Join(work, "debs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "partial"), 0o755); err != nil { // apt wants partial/
 		return "", err
 	}
 	for name, v := range vers {
