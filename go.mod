@@ -14,6 +14,8 @@ require (
 	github.com/klauspost/compress v1.18.0
 	github.com/mattn/go-sqlite3 v1.14.32
 	github.com/mitchellh/copystructure v1.2.0
+	github.com/opencontainers/go-digest v1.0.0
+	github.com/opencontainers/image-spec v1.1.1
 	github.com/ovn-org/libovsdb v0.7.0
 	github.com/rancher/wrangler/v3 v3.2.3
 	github.com/spf13/cobra v1.10.1
@@ -307,8 +309,6 @@ require (
 	github.com/onsi/ginkgo/v2 v2.25.0 // indirect
 	github.com/onsi/gomega v1.38.0 // indirect
 	github.com/opencontainers/cgroups v0.0.4 // indirect
-	github.com/opencontainers/go-digest v1.0.0 // indirect
-	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/opencontainers/runtime-spec v1.2.1 // indirect
 	github.com/opencontainers/runtime-tools v0.9.1-0.20221107090550-2e043c6bd626 // indirect
 	github.com/opencontainers/selinux v1.12.0 // indirect

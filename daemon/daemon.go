@@ -99,6 +99,7 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 	})
 	d.deployment.InitState, d.deployment.Dashboard = d.conv.Snapshot, d.conv.SetDashboard
 	d.conv.Profiles = converge.Profiles{Images: d.images.Profile, Releases: d.deployment.Profile}
+	d.deployment.ImageWait, d.deployment.ImagesFailed = d.images.Wait, d.images.Failed
 	d.join = join.New(st, d.ownAddress)
 	d.members = members.New(st, d.deployment.CloudClient, d.ownAddress)
 	d.launch = launch.New(st, d.deployment.CloudClient)

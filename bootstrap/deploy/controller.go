@@ -47,6 +47,10 @@ type Controller struct {
 	// Since, when set, is when this controller's cluster (re)started: pods on nodes that
 	// have not reported since then are not ready, whatever the cluster recorded before.
 	Since time.Time
+	// ImageWait, when set, says why an image (a key of spec.images) cannot be used yet
+	// ("" when it can: it is in the container runtime). A service whose images wait is
+	// not installed or upgraded, and neither are the services that depend on it.
+	ImageWait func(image string) string
 
 	mu     sync.Mutex
 	loaded map[string]loadedChart
@@ -258,7 +262,8 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	// Plan and act. Helm actions only submit objects; readiness is awaited by later passes.
-	plan, err := Plan(cat, observed, desired, ready)
+	held := c.held(cat, desired)
+	plan, err := PlanHeld(cat, observed, desired, ready, held)
 	if err != nil {
 		return Result{}, err
 	}
@@ -266,6 +271,7 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 	c.noteReady(ready, seen)
 
 	status := Summarize(cat, desired, observed, health, ready, problems)
+	holdStatus(status.Children, held, desired)
 	status.ObservedGeneration = dep.Generation
 	status.Conditions = dep.Status.Conditions
 	allReady := setConditions(&status, dep.Generation, len(desired))
@@ -278,6 +284,37 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		res.RequeueAfter = 2 * time.Second
 	}
 	return res, nil
+}
+
+// held is, for every desired service whose images cannot be used yet, why.
+func (c *Controller) held(cat Catalog, desired map[string]string) map[string]string {
+	if c.ImageWait == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for name := range desired {
+		svc, _ := cat.Service(name)
+		for _, im := range svc.Images {
+			if why := c.ImageWait(im); why != "" {
+				out[name] = why
+				break
+			}
+		}
+	}
+	return out
+}
+
+// holdStatus shows a held service that has an action pending as waiting, with the reason
+// (pure).
+func holdStatus(children map[string]ChildStatus, held map[string]string, desired map[string]string) {
+	for name, why := range held {
+		cs, ok := children[name]
+		if !ok || cs.State == StateFailed || (cs.Revision > 0 && cs.ValuesHash == desired[name]) {
+			continue
+		}
+		cs.State, cs.Message = StateWaiting, why
+		children[name] = cs
+	}
 }
 
 // wanted is what one enabled service's release should be: its chart and values.

@@ -37,6 +37,13 @@ type Action struct {
 // once every enabled dependency is Ready with no action of its own pending. A converged
 // deployment yields no actions. Plan refuses a catalog with a cycle or unknown dependency.
 func Plan(cat Catalog, observed map[string]ChildStatus, desired map[string]string, ready map[string]bool) ([]Action, error) {
+	return PlanHeld(cat, observed, desired, ready, nil)
+}
+
+// PlanHeld is Plan with held: services that cannot be acted on yet, with the reason
+// (their images are not in the container runtime yet). Their actions wait, and so do
+// their dependents'.
+func PlanHeld(cat Catalog, observed map[string]ChildStatus, desired map[string]string, ready map[string]bool, held map[string]string) ([]Action, error) {
 	levels, err := cat.Levels()
 	if err != nil {
 		return nil, err
@@ -66,7 +73,7 @@ func Plan(cat Catalog, observed map[string]ChildStatus, desired map[string]strin
 			if op != "" {
 				pending[name] = true
 			}
-			if op == "" || !depsReady(svc, desired, ready, pending) {
+			if _, wait := held[name]; op == "" || wait || !depsReady(svc, desired, ready, pending) {
 				continue
 			}
 			actions = append(actions, Action{Service: name, Chart: svc.Chart, Namespace: svc.Namespace, Op: op, ValuesHash: hash, Level: li})

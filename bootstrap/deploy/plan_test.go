@@ -64,6 +64,7 @@ func TestPlan(t *testing.T) {
 		observed map[string]ChildStatus
 		desired  map[string]string
 		ready    map[string]bool
+		held     map[string]string
 		want     []string // "op service"
 	}{
 		{name: "fresh installs every root side by side", desired: first,
@@ -80,6 +81,14 @@ func TestPlan(t *testing.T) {
 				"rabbitmq": {Revision: 1, ValuesHash: "h3"}, "memcached": {Revision: 1, ValuesHash: "h4"}},
 			ready: map[string]bool{"coredns": true, "mariadb": true, "memcached": true}, want: []string{"install keystone"}},
 		{name: "converged yields nothing", observed: converged, desired: first, ready: allReady, want: nil},
+		{name: "a held root waits, the others install", desired: first, held: map[string]string{"mariadb": "image mariadb is not imported yet"},
+			want: []string{"install coredns", "install memcached", "install rabbitmq"}},
+		{name: "a held upgrade waits and holds its dependents", observed: converged,
+			desired: with(with(first, "mariadb", "h2b"), "keystone", "h5b"), ready: allReady, held: map[string]string{"mariadb": "image"}, want: nil},
+		{name: "held keystone: its dependency installs, it waits", desired: first,
+			observed: map[string]ChildStatus{"coredns": {Revision: 1, ValuesHash: "h1"}, "mariadb": {Revision: 1, ValuesHash: "h2"},
+				"rabbitmq": {Revision: 1, ValuesHash: "h3"}, "memcached": {Revision: 1, ValuesHash: "h4"}},
+			ready: map[string]bool{"coredns": true, "mariadb": true, "memcached": true, "rabbitmq": true}, held: map[string]string{"keystone": "image"}, want: nil},
 		{name: "changed values upgrade", observed: converged, desired: with(first, "keystone", "h5b"), ready: allReady,
 			want: []string{"upgrade keystone"}},
 		{name: "dependent waits while its dependency upgrades", observed: converged,
@@ -95,7 +104,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			acts, err := Plan(cat, tt.observed, tt.desired, tt.ready)
+			acts, err := PlanHeld(cat, tt.observed, tt.desired, tt.ready, tt.held)
 			if err != nil {
 				t.Fatalf("Plan() error = %v", err)
 			}

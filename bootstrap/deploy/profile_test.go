@@ -67,3 +67,25 @@ func TestAddMarks(t *testing.T) {
 		t.Errorf("addMarks() = %+v, want %+v", m, want)
 	}
 }
+
+func TestHoldStatus(t *testing.T) {
+	children := map[string]ChildStatus{
+		"keystone":  {State: StateWaiting, Message: "waiting for mariadb"},
+		"glance":    {Revision: 1, ValuesHash: "old", State: StateReady},
+		"placement": {Revision: 1, ValuesHash: "p", State: StateReady},
+		"nova":      {Revision: 2, State: StateFailed, Message: "helm revision 2 failed"},
+	}
+	desired := map[string]string{"keystone": "k", "glance": "new", "placement": "p", "nova": "n"}
+	held := map[string]string{"keystone": "waiting for image openstack", "glance": "waiting for image openstack",
+		"placement": "waiting for image openstack", "nova": "waiting for image compute"}
+	holdStatus(children, held, desired)
+	want := map[string]ChildStatus{
+		"keystone":  {State: StateWaiting, Message: "waiting for image openstack"},                                 // not installed: held
+		"glance":    {Revision: 1, ValuesHash: "old", State: StateWaiting, Message: "waiting for image openstack"}, // upgrade pending: held
+		"placement": {Revision: 1, ValuesHash: "p", State: StateReady},                                             // nothing pending
+		"nova":      {Revision: 2, State: StateFailed, Message: "helm revision 2 failed"},                          // its failure stays visible
+	}
+	if !reflect.DeepEqual(children, want) {
+		t.Errorf("holdStatus() = %v, want %v", children, want)
+	}
+}

@@ -36,6 +36,11 @@ type Service struct {
 	InitState func() api.InitState
 	// Dashboard, when set, is told Horizon's address once the cloud is up.
 	Dashboard func(url string)
+	// ImageWait, when set, says why an image cannot be used yet ("" when it is in
+	// containerd): the controller holds the services that run from it.
+	ImageWait func(image string) string
+	// ImagesFailed, when set, is why the images cannot be made ready (nil while they can).
+	ImagesFailed func() error
 
 	ctrlOnce sync.Once
 	ctrl     *deploy.Controller
@@ -56,17 +61,19 @@ func (s *Service) controller() (*deploy.Controller, *node.Clients, error) {
 	}
 	s.ctrlOnce.Do(func() {
 		s.ctrl = &deploy.Controller{Kube: kc.Kube, Dynamic: kc.Dynamic, Helm: kc.Helm, Charts: charts.FS, Since: s.st.Started,
-			Log: slog.Default().With("component", "deploy")}
+			ImageWait: s.ImageWait, Log: slog.Default().With("component", "deploy")}
 		s.ctrlP.Store(s.ctrl)
 	})
 	return s.ctrl, kc, nil
 }
 
-// Steps are the converge steps of the cloud after the images: the OpenStack releases,
-// then the day-one resources; detail says what the running one is doing now.
+// Steps are the converge steps of the cloud: the OpenStack releases (as soon as the node
+// has its roles: each release waits for its own images, so the first install while the
+// later images are still built and imported), then the day-one resources; detail says
+// what the running one is doing now.
 func (s *Service) Steps(detail func(string)) []bootstrap.Step {
 	return []bootstrap.Step{
-		{Name: "openstack", Needs: []string{"images", "node-roles"}, Run: func(ctx context.Context) (bool, string, error) { return s.ensureOpenStack(ctx, detail) }},
+		{Name: "openstack", Needs: []string{"node-roles"}, Run: func(ctx context.Context) (bool, string, error) { return s.ensureOpenStack(ctx, detail) }},
 		{Name: "day-one", Needs: []string{"openstack", "external-network"}, Run: func(ctx context.Context) (bool, string, error) { return s.ensureDayOne(ctx, detail) }},
 	}
 }
@@ -89,10 +96,15 @@ func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (boo
 		return false, "", err
 	}
 	changed := false
-	res, err := c.UntilReady(ctx, func(r deploy.Result, err error) {
+	uctx, stop := s.untilImagesFail(ctx)
+	defer stop()
+	res, err := c.UntilReady(uctx, func(r deploy.Result, err error) {
 		changed = changed || len(r.Actions) > 0
 		detail(Progress(r, err))
 	})
+	if cause := context.Cause(uctx); err != nil && cause != nil && ctx.Err() == nil {
+		err = cause
+	}
 	if err != nil {
 		return changed, Progress(res, nil), err
 	}
@@ -112,6 +124,29 @@ func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (boo
 		s.Dashboard(s.PublicURL("horizon", "public"))
 	}
 	return changed || wrote, fmt.Sprintf("%d releases ready and answering; credentials in %s", len(res.Status.Children), s.st.Cfg.CloudsPath()), nil
+}
+
+// untilImagesFail is ctx, cancelled when the images the releases wait for cannot be
+// made ready (the image steps failed and none runs to retry): the openstack step then
+// fails with that cause instead of waiting for ever.
+func (s *Service) untilImagesFail(ctx context.Context) (context.Context, func()) {
+	if s.ImagesFailed == nil {
+		return ctx, func() {}
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		for cctx.Err() == nil {
+			if err := s.ImagesFailed(); err != nil {
+				cancel(fmt.Errorf("the images the releases need: %w", err))
+				return
+			}
+			select {
+			case <-cctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	return cctx, func() { cancel(nil) }
 }
 
 // Progress is one line saying where each release stands (pure).

@@ -38,9 +38,12 @@ type Service struct {
 	busy     sync.Mutex // one image build or bundle import at a time
 	importMu sync.Mutex // one import into containerd at a time
 
-	mu   sync.Mutex
-	imp  *importer                // the current image-build's imports
-	runs map[string]*imageProfile // the current run's builds and imports, for the profile
+	mu        sync.Mutex
+	imp       *importer                // the current image-build's imports
+	runs      map[string]*imageProfile // the current run's builds and imports, for the profile
+	available map[string]bool          // images in containerd at their stored digest
+	working   int                      // image steps running
+	lastErr   error                    // how the last image step failed (nil: it did not)
 }
 
 // New returns the image resource of st.
@@ -213,9 +216,10 @@ func (s *Service) Steps(detail func(string)) []bootstrap.Step {
 }
 
 // buildImages is the image-build step.
-func (s *Service) buildImages(ctx context.Context, detail func(string)) (bool, string, error) {
+func (s *Service) buildImages(ctx context.Context, detail func(string)) (changed bool, msg string, err error) {
 	s.busy.Lock()
 	defer s.busy.Unlock()
+	defer s.stepRunning()(&err)
 	imp := s.newImporter(ctx)
 	b := s.Builder()
 	b.Progress = buildReporter(detail)
@@ -242,7 +246,8 @@ func (s *Service) buildImages(ctx context.Context, detail func(string)) (bool, s
 
 // importImages is the images step: it waits for the imports the build step queued, then
 // imports whatever containerd still lacks at its digest.
-func (s *Service) importImages(ctx context.Context, detail func(string)) (bool, string, error) {
+func (s *Service) importImages(ctx context.Context, detail func(string)) (changed bool, msg string, err error) {
+	defer s.stepRunning()(&err)
 	s.mu.Lock()
 	imp := s.imp
 	s.mu.Unlock()
@@ -286,6 +291,7 @@ func (s *Service) ImportStored(ctx context.Context, names ...string) ([]string, 
 			return imported, err
 		}
 		if have == st.Digest {
+			s.setAvailable(n, true)
 			continue
 		}
 		t0 := time.Now()
@@ -293,10 +299,65 @@ func (s *Service) ImportStored(ctx context.Context, names ...string) ([]string, 
 			return imported, err
 		}
 		s.recordImport(n, t0, time.Now())
+		s.setAvailable(n, true)
 		imported = append(imported, st.Ref)
 	}
 	sort.Strings(imported)
 	return imported, nil
+}
+
+// stepRunning counts an image step as running until the returned function is called with
+// its error, which it records.
+func (s *Service) stepRunning() func(*error) {
+	s.mu.Lock()
+	s.working++
+	s.lastErr = nil
+	s.mu.Unlock()
+	return func(err *error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.working--
+		if *err != nil {
+			s.lastErr = *err
+		}
+	}
+}
+
+func (s *Service) setAvailable(name string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.available == nil {
+		s.available = map[string]bool{}
+	}
+	s.available[name] = ok
+}
+
+// Wait says why the deployment cannot use image name yet ("" when it is in containerd
+// at its stored digest).
+func (s *Service) Wait(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.available[name]:
+		return ""
+	case s.lastErr != nil && s.working == 0:
+		return "image " + name + " could not be built or imported: " + s.lastErr.Error()
+	case s.runs[name] != nil:
+		return "waiting for image " + name + " to be imported into containerd"
+	default:
+		return "waiting for image " + name + " to be built"
+	}
+}
+
+// Failed is why the images could not be made ready, while no image step runs to retry
+// (nil otherwise).
+func (s *Service) Failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.working > 0 {
+		return nil
+	}
+	return s.lastErr
 }
 
 func storedImages(st []bimages.Stored) []api.StoredImage {

@@ -93,6 +93,9 @@ func (s *Service) recordBuild(r bimages.Result) {
 		s.runs = map[string]*imageProfile{}
 	}
 	s.runs[r.Name] = &imageProfile{cached: r.Cached, steps: r.Steps}
+	if !r.Cached && s.available != nil {
+		s.available[r.Name] = false // a new digest: not in containerd until imported
+	}
 }
 
 func (s *Service) recordImport(name string, start, end time.Time) {
