@@ -67,7 +67,7 @@ var apiCharts = []apiChart{
 				"[placement_database]\nconnection = mysql+pymysql://placement:@@PLACEMENT_DB_PASSWORD@@@mariadb.openstack.svc/placement\n",
 			},
 			"uwsgi.ini": {
-				"http11-socket = :8778\n", "add-header = Connection: close\n", "processes = 2\n", "threads = 2\n",
+				"http11-socket = :8778\n", "add-header = Connection: close\n", "processes = 1\n", "threads = 4\n",
 				"wsgi-file = /usr/bin/placement-api\n", "plugin = python3\n",
 			},
 		},
@@ -84,7 +84,7 @@ var apiCharts = []apiChart{
 		endpoints: map[string]string{"public": "http://127.0.0.1:30292", "internal": "http://glance-api.openstack.svc:9292", "admin": "http://glance-api.openstack.svc:9292"},
 		ini: map[string][]string{
 			"glance-api.conf": {
-				"[DEFAULT]\nbind_port = 9292\n", "workers = 2\n", "enabled_backends = file:file\n",
+				"[DEFAULT]\nbind_port = 9292\n", "workers = 0\n", "enabled_backends = file:file\n",
 				"[glance_store]\ndefault_backend = file\n",
 				"[file]\nfilesystem_store_datadir = /var/lib/glance/images/\n",
 				"[database]\nconnection = mysql+pymysql://glance:@@GLANCE_DB_PASSWORD@@@mariadb.openstack.svc/glance\n",

@@ -241,7 +241,7 @@ func TestCoreDNS(t *testing.T) {
 func TestMariaDBPersistence(t *testing.T) {
 	svc, _ := deploy.DefaultCatalog().Service("mariadb")
 	_, out := render(t, FS, "mariadb", svc, deploy.DeploymentSpec{Images: testImages})
-	if !strings.Contains(out, "path: /var/lib/osd/volumes/mariadb") || !strings.Contains(out, "--innodb-buffer-pool-size=256M") {
+	if !strings.Contains(out, "path: /var/lib/osd/volumes/mariadb") || !strings.Contains(out, "--innodb-buffer-pool-size=64M") {
 		t.Errorf("mariadb manifests lack the default hostPath or server options")
 	}
 	spec := deploy.DeploymentSpec{Images: testImages, Services: map[string]deploy.ServiceSpec{"mariadb": {Overrides: map[string]any{"persistence": map[string]any{"hostPath": ""}}}}}
@@ -282,7 +282,7 @@ func TestKeystone(t *testing.T) {
 		}
 	}
 	uw := data["uwsgi.ini"].(string)
-	for _, want := range []string{"http11-socket = :5000", "add-header = Connection: close", "processes = 2", "threads = 4", "wsgi-file = /usr/bin/keystone-wsgi-public"} {
+	for _, want := range []string{"http11-socket = :5000", "add-header = Connection: close", "processes = 1", "threads = 4", "wsgi-file = /usr/bin/keystone-wsgi-public"} {
 		if !strings.Contains(uw, want) {
 			t.Errorf("uwsgi.ini lacks %q:\n%s", want, uw)
 		}

@@ -77,7 +77,11 @@ func toolEnv(c Config) []string {
 			env = append(env, e)
 		}
 	}
-	return append(env, "PATH="+c.BinDir()+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	env = append(env, "PATH="+c.BinDir()+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	if os.Getenv("GOGC") == "" {
+		env = append(env, "GOGC=50") // containerd's idle heap, as the daemon's (cmd/osd tuneGC)
+	}
+	return env
 }
 
 // ToolEnv is the environment variables that point kubectl, ctr and crictl at osd's cluster.
