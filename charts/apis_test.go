@@ -516,8 +516,9 @@ func TestAPIChartsSecrets(t *testing.T) {
 }
 
 // TestCatalogAPICharts checks the catalog entries of glance and placement: enabled,
-// depending on keystone (enabled), with a chart of the same name in FS and images the
-// controller knows.
+// depending on what their pods and init Jobs use to start (DNS, the database, the cache;
+// not Keystone: their registration step waits for it), with a chart of the same name in
+// FS and images the controller knows.
 func TestCatalogAPICharts(t *testing.T) {
 	cat := deploy.DefaultCatalog()
 	levels, err := cat.Levels()
@@ -543,9 +544,9 @@ func TestCatalogAPICharts(t *testing.T) {
 				t.Errorf("%s = chart %s namespace %s images %v, want %s, %s, [openstack]", tt.chart, svc.Chart, svc.Namespace, svc.Images, tt.chart, deploy.Namespace)
 			}
 			// Glance stores into Ceph when the daemon enables it (storage backend ceph).
-			wantDeps := map[string][]string{"glance": {"keystone", "ceph"}}[tt.chart]
+			wantDeps := map[string][]string{"glance": {"coredns", "mariadb", "memcached", "ceph"}}[tt.chart]
 			if wantDeps == nil {
-				wantDeps = []string{"keystone"}
+				wantDeps = []string{"coredns", "mariadb", "memcached"}
 			}
 			if !reflect.DeepEqual(svc.DependsOn, wantDeps) {
 				t.Errorf("%s depends on %v, want %v", tt.chart, svc.DependsOn, wantDeps)

@@ -46,12 +46,15 @@ type Catalog struct {
 const Namespace = "openstack"
 
 // DefaultCatalog is osd's service DAG: each service depends only on what it uses to
-// install and start (Keystone for its registration and tokens, and through it MariaDB and
-// Memcached; RabbitMQ for those with RPC; OVN's databases for Neutron, Placement for
-// Nova's computes);
-// what a service calls only when a user asks (Nova calling Neutron or Glance for a
-// server, Heat calling Nova, Horizon's pages) is no dependency, so after Keystone the
-// services install side by side. The infrastructure and OVN need nothing. Ceph and Cinder are
+// install and start (DNS for the service names, its database and caches, RabbitMQ for
+// those with RPC, OVN's databases for Neutron, Placement for Nova's computes). Keystone
+// is none of that for the other services: their init Jobs' database steps do not need
+// it, their registration step waits (up to five minutes) until Keystone issues tokens,
+// and their APIs start without it; so after the infrastructure every API service
+// installs side by side with Keystone, and Nova follows Placement (which is Ready only
+// once registered, so once Keystone answers). What a service calls only when a user
+// asks (Nova calling Neutron or Glance for a server, Heat calling Nova, Horizon's pages)
+// is no dependency either. Ceph and Cinder are
 // disabled by default: the daemon enables them for the storage backend it chose (Ceph only
 // for features.storage ceph, Cinder for ceph or lvm). Their edges are only what they need
 // to install: Glance and Cinder store into Ceph (an edge to a disabled service is ignored,
@@ -66,20 +69,20 @@ func DefaultCatalog() Catalog {
 		{Name: "keystone", Chart: "keystone", Namespace: Namespace, DependsOn: []string{"coredns", "mariadb", "memcached"}, Enabled: true, Images: []string{"openstack"},
 			Ports: []Port{{Name: "public", NodePort: KeystoneNodePort, Values: "service.nodePort", Path: "/v3"}}},
 		{Name: "ceph", Chart: "ceph", Namespace: Namespace, Images: []string{"ceph"}},
-		{Name: "glance", Chart: "glance", Namespace: Namespace, DependsOn: []string{"keystone", "ceph"}, Enabled: true, Images: []string{"openstack"},
+		{Name: "glance", Chart: "glance", Namespace: Namespace, DependsOn: []string{"coredns", "mariadb", "memcached", "ceph"}, Enabled: true, Images: []string{"openstack"},
 			Ports: []Port{{Name: "public", NodePort: 30292, Values: "service.nodePort"}}},
-		{Name: "placement", Chart: "placement", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"openstack"},
+		{Name: "placement", Chart: "placement", Namespace: Namespace, DependsOn: []string{"coredns", "mariadb", "memcached"}, Enabled: true, Images: []string{"openstack"},
 			Ports: []Port{{Name: "public", NodePort: 30778, Values: "service.nodePort"}}},
 		{Name: "ovn", Chart: "ovn", Namespace: Namespace, Enabled: true, Images: []string{"ovn"}},
-		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"keystone", "rabbitmq", "ovn"}, Enabled: true, Images: []string{"openstack"},
+		{Name: "neutron", Chart: "neutron", Namespace: Namespace, DependsOn: []string{"coredns", "mariadb", "memcached", "rabbitmq", "ovn"}, Enabled: true, Images: []string{"openstack"},
 			Ports: []Port{{Name: "public", NodePort: 30696, Values: "service.nodePort"}}},
-		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"keystone", "rabbitmq", "placement"}, Enabled: true, Images: []string{"openstack", "compute"},
+		{Name: "nova", Chart: "nova", Namespace: Namespace, DependsOn: []string{"rabbitmq", "placement"}, Enabled: true, Images: []string{"openstack", "compute"},
 			Ports: []Port{{Name: "public", NodePort: 30774, Values: "service.nodePort", Path: "/v2.1"},
 				{Name: "novnc", NodePort: 30680, Values: "novncproxy.service.nodePort", Path: "/vnc_lite.html"}}},
 		{Name: "cinder", Chart: "cinder", Namespace: Namespace, DependsOn: []string{"keystone", "rabbitmq", "ceph"}, Images: []string{"openstack"}},
-		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"keystone", "rabbitmq"}, Enabled: true, Images: []string{"openstack"},
+		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"coredns", "mariadb", "memcached", "rabbitmq"}, Enabled: true, Images: []string{"openstack"},
 			Ports: []Port{{Name: "public", NodePort: 30004, Values: "service.nodePorts.api"}, {Name: "cfn", NodePort: 30000, Values: "service.nodePorts.cfn"}}},
-		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"keystone"}, Enabled: true, Images: []string{"openstack"},
+		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"coredns", "memcached"}, Enabled: true, Images: []string{"openstack"},
 			Ports: []Port{{Name: "public", NodePort: 30080, Values: "service.nodePort", Path: "/horizon"}}},
 	}}
 }

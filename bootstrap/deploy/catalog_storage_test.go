@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"reflect"
+	"sort"
 	"testing"
 )
 
@@ -52,6 +53,7 @@ func TestStorageEdges(t *testing.T) {
 			for _, a := range plan {
 				got = append(got, a.Service)
 			}
+			sort.Strings(got) // independent actions; their order is by dependency level
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Plan(%s) installs %v, want %v", tt.name, got, tt.want)
 			}

@@ -13,11 +13,11 @@ func TestLevels(t *testing.T) {
 		want    [][]string
 		wantErr string
 	}{
-		// Only real dependencies: the infrastructure and OVN need nothing, everything
-		// after Keystone installs side by side but Nova (after Placement).
+		// Only real dependencies: the infrastructure and OVN need nothing, every API
+		// service installs side by side with Keystone, Nova after Placement.
 		{name: "default", cat: DefaultCatalog(), want: [][]string{
-			{"ceph", "coredns", "mariadb", "memcached", "ovn", "rabbitmq"}, {"keystone"},
-			{"cinder", "glance", "heat", "horizon", "neutron", "placement"}, {"nova"},
+			{"ceph", "coredns", "mariadb", "memcached", "ovn", "rabbitmq"},
+			{"glance", "heat", "horizon", "keystone", "neutron", "placement"}, {"cinder", "nova"},
 		}},
 		{name: "cycle", cat: Catalog{Services: []Service{
 			{Name: "a", DependsOn: []string{"c"}}, {Name: "b", DependsOn: []string{"a"}}, {Name: "c", DependsOn: []string{"b"}}, {Name: "d"},
