@@ -88,6 +88,7 @@ type Builder struct {
 	Log *slog.Logger
 
 	once      sync.Once
+	cleanOnce sync.Once // cleanStaleWork, before the first build
 	store     *Store
 	err       error
 	resolveMu sync.Mutex // one apt-get at a time on the shared lists
@@ -237,7 +238,7 @@ func (b *Builder) build(ctx context.Context, r Recipe, sess *session) (Result, e
 	case KindGo:
 		img, err = b.buildGo(ctx, r, clock)
 	case KindDebian:
-		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s-%d.layer.tar", r.Name, time.Now().UnixNano()))
+		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s%d.layer.tar", workName(r.Name), time.Now().UnixNano()))
 		defer os.Remove(layerFile) // normally moved into the store by Put
 		img, err = b.buildDebian(ctx, ch, vers, layerFile, sess, clock)
 	}
@@ -332,7 +333,7 @@ func (b *Builder) workDir(name string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(dir, name+"-")
+	return os.MkdirTemp(dir, workName(name))
 }
 
 // RecipeByNameIn returns the recipe called name in catalog.

@@ -51,7 +51,7 @@ func (b *Builder) buildGo(ctx context.Context, r Recipe, clock *stepClock) (v1.I
 	if err := os.MkdirAll(filepath.Join(b.StateDir, "work"), 0o755); err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(filepath.Join(b.StateDir, "work"), r.Name+"-")
+	work, err := os.MkdirTemp(filepath.Join(b.StateDir, "work"), workName(r.Name))
 	if err != nil {
 		return nil, err
 	}

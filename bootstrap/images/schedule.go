@@ -139,6 +139,11 @@ func (b *Builder) BuildAll(ctx context.Context, names ...string) ([]Result, erro
 	if err != nil {
 		return nil, err
 	}
+	b.cleanOnce.Do(func() {
+		if err := b.cleanStaleWork(); err != nil {
+			b.logger().Warn("what an interrupted build left", "err", err)
+		}
+	})
 	sess := newSession(b)
 	order := buildOrder(plan)
 	sess.prefetch(ctx, order)
