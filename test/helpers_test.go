@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,7 +155,13 @@ func (n *node) start(extra ...string) {
 }
 
 // startDaemon runs `osd daemon` in the background, in its own process group.
+// OSD_CACHE_DIR, when set, is every daemon's image and package cache (--cache-dir) unless
+// extra names one, as it is the image and chart tests' cache: they build the images there
+// and the daemons find them.
 func (n *node) startDaemon(extra ...string) error {
+	if dir := os.Getenv("OSD_CACHE_DIR"); dir != "" && !slices.Contains(extra, "--cache-dir") {
+		extra = append(extra, "--cache-dir", dir)
+	}
 	cmd := exec.Command(n.bin, append(append(n.globalArgs(), "daemon"), extra...)...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

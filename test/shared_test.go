@@ -137,7 +137,7 @@ func deployShared(t *testing.T) error {
 		return err
 	}
 	t1 := time.Now()
-	out, err := n.osd("init", "--timeout", "60m") // the whole cloud on 2 shared cores: 5 to 40 minutes measured
+	out, err := n.osd("init", "--timeout", "60m", "--profile") // the whole cloud on 2 shared cores: 5 to 40 minutes measured
 	if err != nil {
 		return fmt.Errorf("osd init after the kill: %w\n%s", err, out)
 	}
