@@ -98,7 +98,10 @@ func Recipes() []Recipe {
 			// Ceph client libraries; the clients and drivers every service's Jobs use.
 			Packages: []string{"nova-common", "python3-nova", "python3-openstackclient", "python3-keystoneclient",
 				"python3-pymysql", "python3-memcache", "python3-rbd", "python3-rados"},
-			Users:   []User{svcUser("nova", UIDNova, "/bin/sh")},
+			Users: []User{svcUser("nova", UIDNova, "/bin/sh")},
+			// udev (through open-iscsi) makes the kvm group in this layer; compute, above
+			// it, needs it at GIDKVM, so it is fixed here (compute adds its members).
+			Groups:  []Group{{Name: "kvm", GID: GIDKVM}},
 			Debconf: []string{"nova-common nova/configure_db boolean false", "nova-common nova/configure_rabbit boolean false", "nova-common nova/configure_ksat boolean false"},
 			// open-iscsi's postinst makes a random initiator name (per host).
 			Exclude: []string{"etc/iscsi/initiatorname.iscsi"},

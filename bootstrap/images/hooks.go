@@ -73,6 +73,14 @@ func essentialHook(r Recipe, hostname string) string {
 	id3=$(printf '%s' "$3" | cut -d: -f3); idold=$(printf '%s' "$old" | cut -d: -f3)
 	case "$1" in shadow|gshadow) return 0;; esac
 	if [ "$id3" != "$idold" ]; then echo "osd: $1 entry $2 exists with id $idold, want $id3" >&2; exit 1; fi
+	[ "$1" = group ] || return 0
+	# A group a lower layer made: add this image's members to it.
+	have=$(printf '%s' "$old" | cut -d: -f4)
+	for m in $(printf '%s' "$3" | cut -d: -f4 | tr , ' '); do
+		case ",$have," in *",$m,"*) ;; *) have="${have:+$have,}$m" ;; esac
+	done
+	new="$(printf '%s' "$old" | cut -d: -f1-3):$have"
+	[ "$new" = "$old" ] || sed -i "s|^$2:.*|$new|" "$f"
 }
 `)
 	groups, passwd := accountLines(r)

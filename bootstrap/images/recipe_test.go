@@ -154,7 +154,8 @@ func TestEssentialHook(t *testing.T) {
 	etc := filepath.Join(root, "etc")
 	os.MkdirAll(etc, 0o755)
 	os.WriteFile(filepath.Join(etc, "passwd"), []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
-	os.WriteFile(filepath.Join(etc, "group"), []byte("root:x:0:\nkvm:x:921:\n"), 0o644)
+	// kvm made by a lower layer (with a member of its own): the hook adds nova to it.
+	os.WriteFile(filepath.Join(etc, "group"), []byte("root:x:0:\nkvm:x:921:qemu\n"), 0o644)
 	r := Recipe{Name: "t", Groups: []Group{{Name: "kvm", GID: 921}}, Users: []User{{Name: "nova", UID: 64060, GID: 64060, Home: "/var/lib/nova", Shell: "/bin/sh", Groups: []string{"kvm"}}}}
 	hook := filepath.Join(t.TempDir(), "hook.sh")
 	os.WriteFile(hook, []byte(essentialHook(r, "node1")), 0o755)
@@ -167,8 +168,15 @@ func TestEssentialHook(t *testing.T) {
 	if !strings.Contains(string(passwd), "nova:x:64060:64060::/var/lib/nova:/bin/sh\n") {
 		t.Errorf("passwd = %q, want the nova line", passwd)
 	}
-	if !strings.Contains(string(group), "nova:x:64060:\n") || strings.Count(string(group), "kvm:") != 1 {
-		t.Errorf("group = %q, want nova added and kvm once", group)
+	if !strings.Contains(string(group), "nova:x:64060:\n") || !strings.Contains(string(group), "kvm:x:921:qemu,nova\n") || strings.Count(string(group), "kvm:") != 1 {
+		t.Errorf("group = %q, want nova added, and kvm once with its member and nova", group)
+	}
+	// Run again (the same layer built twice): nothing more.
+	if out, err := exec.Command(hook, root).CombinedOutput(); err != nil {
+		t.Fatalf("essential hook again: %v: %s", err, out)
+	}
+	if again, _ := os.ReadFile(filepath.Join(etc, "group")); string(again) != string(group) {
+		t.Errorf("group after a second run = %q, want %q", again, group)
 	}
 	if !strings.Contains(string(hosts), "127.0.1.1\tnode1") {
 		t.Errorf("hosts = %q, want the build host resolvable", hosts)
