@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +90,8 @@ func TestRebuildOnlyTopLayer(t *testing.T) {
 		}
 		// Change svc's recipe: a file more.
 		svc := &cat[2]
-		svc.Files = append(svc.Files, File{Path: "etc/osd-test-round", Mode: 0o644, Data: []byte{byte('0' + round)}})
+		svc.Files = append(slices.DeleteFunc(svc.Files, func(f File) bool { return f.Path == "etc/osd-test-round" }),
+			File{Path: "etc/osd-test-round", Mode: 0o644, Data: []byte{byte('0' + round)}})
 		b.Catalog = cat
 		t0 := time.Now()
 		again, err := b.BuildAll(ctx, "svc", "other", "side")
