@@ -321,7 +321,7 @@ func (b *Builder) buildDebian(ctx context.Context, ch []Recipe, vers map[string]
 	}
 	img, err := ImageFromLayers(append(layers, layer), r.Config())
 	if err == nil && isBase(b.catalog(), r.Name) {
-		err = b.keepTree(r.Name, lb.tree(), layer)
+		err = b.keepTree(r.Name, lb.tree(), layer, lb.started.Add(-time.Second))
 	}
 	clock.done("pack")
 	return img, err

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
 )
 
 // The images others are layered on keep the tree of their own layer under
@@ -69,11 +71,18 @@ func (b *Builder) ensureTree(name string) (string, error) {
 	return tree, b.swapTree(name, fresh, d)
 }
 
-// keepTree keeps dir (a built layer's tree, moved) as the tree of image name.
-func (b *Builder) keepTree(name, dir string, layer v1.Layer) error {
+// keepTree keeps dir (a built layer's tree, moved) as the tree of image name. Its
+// time stamps are first made the layer's (packed with KeepMtimesBefore before): what a
+// build on top copies up from the tree without changing it (a directory it adds to, a
+// file it opens for writing) then carries the same time stamp as when the tree is
+// extracted from the stored layer, so layers built on it are reproducible.
+func (b *Builder) keepTree(name, dir string, layer v1.Layer, before time.Time) error {
 	d, err := layer.Digest()
 	if err != nil {
 		return err
+	}
+	if err := layerTimes(dir, before); err != nil {
+		return fmt.Errorf("keep the tree of %s: %w", name, err)
 	}
 	b.treeMu.Lock()
 	defer b.treeMu.Unlock()
@@ -88,6 +97,30 @@ func (b *Builder) keepTree(name, dir string, layer v1.Layer) error {
 		return fmt.Errorf("keep the tree of %s: %w", name, err)
 	}
 	return b.swapTree(name, fresh, d)
+}
+
+// layerTimes sets the modification time of every entry under dir (not dir itself, not
+// following symbolic links) to what LayerFromDir packs for it with KeepMtimesBefore
+// before: whole seconds when older than before, else the epoch.
+func layerTimes(dir string, before time.Time) error {
+	return filepath.WalkDir(dir, func(full string, _ fs.DirEntry, err error) error {
+		if err != nil || full == dir {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(full, &st); err != nil {
+			return err
+		}
+		mt := timeEpoch
+		if t := time.Unix(st.Mtim.Sec, st.Mtim.Nsec); t.Before(before) {
+			mt = time.Unix(st.Mtim.Sec, 0)
+		}
+		ts := []unix.Timespec{unix.NsecToTimespec(mt.UnixNano()), unix.NsecToTimespec(mt.UnixNano())}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, full, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("set the time of %s: %w", full, err)
+		}
+		return nil
+	})
 }
 
 // swapTree makes fresh the tree of name, holding layer digest d.
