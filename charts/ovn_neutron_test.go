@@ -92,8 +92,11 @@ func TestOVNChart(t *testing.T) {
 			if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
 				t.Errorf("%s is not privileged", tt.name)
 			}
+			if len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "osd.cloud/no-control-plane" || pod.Tolerations[0].Operator != corev1.TolerationOpExists {
+				t.Errorf("%s tolerations = %+v, want osd.cloud/no-control-plane (nodes without the control role)", tt.name, pod.Tolerations)
+			}
 			script := strings.Join(c.Command, " ")
-			for _, w := range []string{"external_ids:ovn-remote=\"tcp:$sb:6642\"", "ovn-encap-ip=\"$NODE_IP\"", "ovn-bridge-datapath-type=\"$dp\"", "ovn-bridge-mappings=\"physnet1:br-ex\"", "sock=/run/openvswitch/db.sock", "exec ovn-controller unix:$sock"} {
+			for _, w := range []string{"external_ids:ovn-remote=\"tcp:$sb:6642\"", "ovn-encap-ip=\"$encap\"", "ovn-bridge-datapath-type=\"$dp\"", "ovn-bridge-mappings=\"physnet1:br-ex\"", "sock=/run/openvswitch/db.sock", "exec ovn-controller unix:$sock"} {
 				if !strings.Contains(script, w) {
 					t.Errorf("%s script lacks %q", tt.name, w)
 				}
@@ -113,17 +116,22 @@ func TestOVNControllerScript(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "vsctl.log")
 	for _, tt := range []struct {
-		name, brexType, want string
+		name, brexType, want, encap, wantEncap string
 	}{
-		{"br-ex netdev", "netdev", `ovn-bridge-datapath-type=netdev`},
-		{"br-ex system", "system", `ovn-bridge-datapath-type=system`},
+		{"br-ex netdev", "netdev", `ovn-bridge-datapath-type=netdev`, "", "external_ids:ovn-encap-ip=192.0.2.10"},
+		{"br-ex system", "system", `ovn-bridge-datapath-type=system`, "", "external_ids:ovn-encap-ip=192.0.2.10"},
+		{"tunnel endpoint chosen by osd", "netdev", `ovn-bridge-datapath-type=netdev`, "10.98.0.1", "external_ids:ovn-encap-ip=10.98.0.1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			os.Remove(log)
 			// A fake ovs-vsctl and ovn-controller on PATH: they record their arguments.
 			bin := filepath.Join(dir, "bin")
 			os.MkdirAll(bin, 0o755)
-			fake := "#!/bin/sh\necho \"$@\" >> " + log + "\ncase \"$*\" in *'get bridge br-ex datapath_type'*) echo '\"" + tt.brexType + "\"';; *'get open . external_ids:system-id'*) echo '\"abc\"';; esac\n"
+			encap := ""
+			if tt.encap != "" {
+				encap = "*'get open . external_ids:osd-encap-ip'*) echo '\"" + tt.encap + "\"';; "
+			}
+			fake := "#!/bin/sh\necho \"$@\" >> " + log + "\ncase \"$*\" in *'get bridge br-ex datapath_type'*) echo '\"" + tt.brexType + "\"';; *'get open . external_ids:system-id'*) echo '\"abc\"';; " + encap + "esac\n"
 			os.WriteFile(filepath.Join(bin, "ovs-vsctl"), []byte(fake), 0o755)
 			os.WriteFile(filepath.Join(bin, "ovn-controller"), []byte("#!/bin/sh\necho ovn-controller \"$@\" >> "+log+"\n"), 0o755)
 			os.WriteFile(filepath.Join(bin, "getent"), []byte("#!/bin/sh\necho '10.43.0.99 ovn-sb'\n"), 0o755)
@@ -133,7 +141,7 @@ func TestOVNControllerScript(t *testing.T) {
 				t.Fatalf("script: %v\n%s", err, out)
 			}
 			got, _ := os.ReadFile(log)
-			for _, w := range []string{tt.want, "external_ids:ovn-remote=tcp:10.43.0.99:6642", "external_ids:ovn-encap-ip=192.0.2.10", "external_ids:system-id=abc", "external_ids:hostname=node1", "ovn-bridge-mappings=physnet1:br-ex", "ovn-cms-options=enable-chassis-as-gw", "ovn-controller unix:/run/openvswitch/db.sock"} {
+			for _, w := range []string{tt.want, "external_ids:ovn-remote=tcp:10.43.0.99:6642", tt.wantEncap, "external_ids:system-id=abc", "external_ids:hostname=node1", "ovn-bridge-mappings=physnet1:br-ex", "ovn-cms-options=enable-chassis-as-gw", "ovn-controller unix:/run/openvswitch/db.sock"} {
 				if !strings.Contains(string(got), w) {
 					t.Errorf("script calls lack %q:\n%s", w, got)
 				}

@@ -101,7 +101,9 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 	d.conv.Profiles = converge.Profiles{Images: d.images.Profile, Releases: d.deployment.Profile}
 	d.deployment.ImageWait, d.deployment.ImagesFailed = d.images.Wait, d.images.Failed
 	d.join = join.New(st, d.ownAddress)
+	d.join.Images = d.images
 	d.members = members.New(st, d.deployment.CloudClient, d.ownAddress)
+	d.members.Images = d.images
 	d.launch = launch.New(st, d.deployment.CloudClient)
 }
 

@@ -28,7 +28,8 @@ func (d *Daemon) endpoints() []rest.Endpoint {
 // (cluster.Access) and the daemon's. Every route must have an entry (a test checks it);
 // one without is refused to every HTTPS caller. The unix socket is root's alone and
 // answers everything. Operators (certificates trusted with osd trust add) may do
-// everything; members may read the daemon's state, nothing that changes it.
+// everything; members may read the daemon's state, nothing that changes it, and fetch the
+// service images their roles run (the catalog and blobs by digest).
 func access() cluster.AccessTable {
 	op, member := cluster.RoleOperator, cluster.RoleMember
 	t := cluster.AccessTable{
@@ -44,7 +45,8 @@ func access() cluster.AccessTable {
 		{Method: "DELETE", Path: "operations/{id}"}:          {op},
 		{Method: "GET", Path: "deployment"}:                  {op},
 		{Method: "GET", Path: "deployment/values/{service}"}: {op},
-		{Method: "GET", Path: "images"}:                      {op},
+		{Method: "GET", Path: "images"}:                      {op, member},
+		{Method: "GET", Path: "images/blobs/{digest}"}:       {op, member},
 		{Method: "POST", Path: "images/build"}:               {op},
 		{Method: "POST", Path: "images/export"}:              {op},
 		{Method: "POST", Path: "images/import"}:              {op},

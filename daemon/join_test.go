@@ -334,7 +334,7 @@ func TestHeartbeatAfterRemoval(t *testing.T) {
 	ctx := context.Background()
 	tok := issue(t, srvAPI, "node7")
 	id, addr := joinAs(t, tok)
-	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test"); err != nil {
+	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test", nil); err != nil {
 		t.Fatalf("SendHeartbeat() = %v, want nil", err)
 	}
 	var ms []api.Member
@@ -350,7 +350,7 @@ func TestHeartbeatAfterRemoval(t *testing.T) {
 	if err := srv.clusterSvc.RemoveMember(ctx, "node7"); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test"); !errors.Is(err, cluster.ErrRemoved) {
+	if err := cluster.SendHeartbeat(ctx, id, addr, "node7", "v-test", nil); !errors.Is(err, cluster.ErrRemoved) {
 		t.Errorf("SendHeartbeat() after removal = %v, want ErrRemoved", err)
 	}
 	if _, err := srv.st.DB.GetMember(ctx, "node7"); !errors.Is(err, store.ErrNotFound) {

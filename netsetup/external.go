@@ -32,6 +32,11 @@ func EnsureExternalNetwork(ctx context.Context, h Host, spec Spec) (changed bool
 	if err != nil {
 		return false, err
 	}
+	return ensureBridgeNetwork(ctx, h, spec, "external network")
+}
+
+// ensureBridgeNetwork observes, plans and applies spec (normalized); what names it in errors.
+func ensureBridgeNetwork(ctx context.Context, h Host, spec Spec, what string) (bool, error) {
 	o, err := ovsdb.Connect(ctx, h.OVSSocket)
 	if err != nil {
 		return false, err
@@ -52,7 +57,7 @@ func EnsureExternalNetwork(ctx context.Context, h Host, spec Spec) (changed bool
 	defer e.Close()
 	rev, err := e.Apply(ctx, ops)
 	if err != nil {
-		return false, fmt.Errorf("external network on %s: %w", spec.External.Bridge, err)
+		return false, fmt.Errorf("%s on %s: %w", what, spec.External.Bridge, err)
 	}
 	rev.Success()
 	return true, nil

@@ -123,3 +123,13 @@ func (h Host) updateState(fn func(*savedState)) error {
 	}
 	return nil
 }
+
+// MovedInterface is the interface whose addresses h's state file says were moved into a
+// bridge ("" when none).
+func (h Host) MovedInterface() (string, error) {
+	s, err := h.loadState()
+	if err != nil || s.Moved == nil {
+		return "", err
+	}
+	return s.Moved.Interface, nil
+}

@@ -9,8 +9,10 @@ import (
 
 // Pods on different nodes reach each other (and host-network pods such as nova-compute
 // reach Services whose endpoints run on another node) through plain routes: each node's pod
-// CIDR via that node's address, as flannel's host-gw backend does. Nodes must share a layer-2
-// network, which is what osd join expects of its members.
+// CIDR via that node's address, as flannel's host-gw backend does. When a node's address is
+// not on a network this host is on, the route goes through the next hop this host uses to
+// reach that address (a router that must know the way on, as the other node itself does
+// when it is that router).
 
 // podRouteProtocol marks the routes osd adds (rtnetlink protocol numbers above 4 are free
 // for routing daemons), so stale ones can be found and removed.
@@ -52,6 +54,7 @@ func syncPodRoutes(h *netlink.Handle, want []PodRoute) (int, error) {
 	wanted := map[string]bool{}
 	for _, w := range want {
 		wanted[w.Dst] = true
+		w.Via = nextHop(h, w.Via)
 		if current[w.Dst] == w.Via {
 			continue
 		}
@@ -73,4 +76,18 @@ func syncPodRoutes(h *netlink.Handle, want []PodRoute) (int, error) {
 		}
 	}
 	return changed, nil
+}
+
+// nextHop is the address to route through to reach via: via itself when it is on one of
+// this host's networks, else the gateway of the route the kernel would take to it.
+func nextHop(h *netlink.Handle, via string) string {
+	ip := net.ParseIP(via)
+	if ip == nil {
+		return via
+	}
+	rs, err := h.RouteGet(ip)
+	if err != nil || len(rs) == 0 || rs[0].Gw == nil {
+		return via
+	}
+	return rs[0].Gw.String()
 }

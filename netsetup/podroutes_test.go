@@ -13,7 +13,8 @@ import (
 )
 
 // TestSyncPodRoutes applies route sets in a network namespace the test makes: routes are
-// added, changed and removed, and a route osd did not add is left alone.
+// added, changed and removed, a route osd did not add is left alone, and a node whose
+// address is on no network of this host is reached through the gateway towards it.
 func TestSyncPodRoutes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (network namespaces)")
@@ -48,9 +49,13 @@ func TestSyncPodRoutes(t *testing.T) {
 	if err := h.LinkSetUp(dummy); err != nil {
 		t.Fatal(err)
 	}
-	// A route someone else owns.
+	// Routes someone else owns: one of them leads to the nodes of another network.
 	_, other, _ := net.ParseCIDR("10.50.0.0/16")
 	if err := h.RouteAdd(&netlink.Route{Dst: other, Gw: net.ParseIP("10.99.5.9")}); err != nil {
+		t.Fatal(err)
+	}
+	_, remote, _ := net.ParseCIDR("10.77.0.0/16")
+	if err := h.RouteAdd(&netlink.Route{Dst: remote, Gw: net.ParseIP("10.99.5.254")}); err != nil {
 		t.Fatal(err)
 	}
 	list := func() map[string]string {
@@ -72,11 +77,15 @@ func TestSyncPodRoutes(t *testing.T) {
 		wantRoutes  map[string]string
 	}{
 		{[]PodRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 2,
-			map[string]string{"10.42.1.0/24": "10.99.5.2", "10.42.2.0/24": "10.99.5.3", "10.50.0.0/16": "10.99.5.9"}},
+			map[string]string{"10.42.1.0/24": "10.99.5.2", "10.42.2.0/24": "10.99.5.3", "10.50.0.0/16": "10.99.5.9", "10.77.0.0/16": "10.99.5.254"}},
 		{[]PodRoute{{"10.42.1.0/24", "10.99.5.2"}, {"10.42.2.0/24", "10.99.5.3"}}, 0, nil}, // no-op
 		{[]PodRoute{{"10.42.2.0/24", "10.99.5.4"}}, 2, // one moved, one gone
-			map[string]string{"10.42.2.0/24": "10.99.5.4", "10.50.0.0/16": "10.99.5.9"}},
-		{nil, 1, map[string]string{"10.50.0.0/16": "10.99.5.9"}},
+			map[string]string{"10.42.2.0/24": "10.99.5.4", "10.50.0.0/16": "10.99.5.9", "10.77.0.0/16": "10.99.5.254"}},
+		// A node at 10.77.0.9, not on this host's networks: through the gateway towards it.
+		{[]PodRoute{{"10.42.2.0/24", "10.99.5.4"}, {"10.42.3.0/24", "10.77.0.9"}}, 1,
+			map[string]string{"10.42.2.0/24": "10.99.5.4", "10.42.3.0/24": "10.99.5.254", "10.50.0.0/16": "10.99.5.9", "10.77.0.0/16": "10.99.5.254"}},
+		{[]PodRoute{{"10.42.2.0/24", "10.99.5.4"}, {"10.42.3.0/24", "10.77.0.9"}}, 0, nil}, // no-op
+		{nil, 2, map[string]string{"10.50.0.0/16": "10.99.5.9", "10.77.0.0/16": "10.99.5.254"}},
 	}
 	for i, s := range steps {
 		n, err := syncPodRoutes(h, s.want)

@@ -132,6 +132,8 @@ var (
 	compute = service{typ: "compute", version: "v2.1", header: map[string]string{"OpenStack-API-Version": "compute 2.47"}}
 	image   = service{typ: "image", version: "v2"}
 	network = service{typ: "network", version: "v2.0"}
+	// Placement's catalog URL is its root; 1.14 filters providers by name and tree.
+	placement = service{typ: "placement", header: map[string]string{"OpenStack-API-Version": "placement 1.14"}}
 )
 
 // do sends a JSON request (body may be nil) to a service and decodes the

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"time"
@@ -160,11 +161,12 @@ func (c *Client) ConsoleURL(ctx context.Context, id string) (string, error) {
 
 // ComputeService is one row of Nova's os-services for a nova-compute.
 type ComputeService struct {
-	Host           string `json:"host"`
-	Binary         string `json:"binary"`
-	Status         string `json:"status"` // enabled | disabled
-	State          string `json:"state"`  // up | down
-	DisabledReason string `json:"disabled_reason"`
+	ID             json.RawMessage `json:"id"` // an integer before microversion 2.53
+	Host           string          `json:"host"`
+	Binary         string          `json:"binary"`
+	Status         string          `json:"status"` // enabled | disabled
+	State          string          `json:"state"`  // up | down
+	DisabledReason string          `json:"disabled_reason"`
 }
 
 // ComputeServices lists the nova-compute services on host ("" = every host).

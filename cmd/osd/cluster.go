@@ -15,7 +15,8 @@ import (
 
 func newClusterCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Grow the cloud to more hosts: join tokens and members"}
-	cmd.AddCommand(newClusterAddCmd(g), newClusterTokensCmd(g), newClusterRevokeCmd(g), newClusterListCmd(g), newClusterRemoveCmd(g))
+	cmd.AddCommand(newClusterAddCmd(g), newClusterTokensCmd(g), newClusterRevokeCmd(g), newClusterListCmd(g), newClusterRemoveCmd(g),
+		newClusterMaintenanceCmd(g))
 	return cmd
 }
 
@@ -103,7 +104,7 @@ func newClusterListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return render(os.Stdout, listFormat, members, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "NAME\tADDRESS\tROLES\tNODE\tVERSION\tLAST HEARTBEAT")
+				fmt.Fprintln(tw, "NAME\tADDRESS\tROLES\tNODE\tTUNNEL\tIMAGES\tSTATE\tVERSION\tLAST HEARTBEAT")
 				for _, m := range members {
 					fmt.Fprintln(tw, memberRow(m, time.Now()))
 				}
@@ -154,7 +155,44 @@ func memberRow(m api.Member, now time.Time) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", m.Name, str(m.Address), str(strings.Join(m.Roles, ",")), str(m.NodeState), str(m.Version), hb)
+	node := str(m.NodeState)
+	if m.Maintenance {
+		node += ",maintenance"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", m.Name, str(m.Address), str(strings.Join(m.Roles, ",")), node,
+		str(m.Tunnel), str(m.Images), str(strings.Join(m.State, ",")), str(m.Version), hb)
+}
+
+func newClusterMaintenanceCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "maintenance NAME on|off",
+		Short: "Put a node into maintenance (no new servers or pods there) or take it out",
+		Long: "on disables the node's nova-compute, so the scheduler places no new server there (the servers\n" +
+			"it runs keep running), and cordons its Kubernetes node; off enables and uncordons it again.\n" +
+			"osd cluster list shows maintenance in the NODE column.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var on bool
+			switch args[1] {
+			case "on":
+				on = true
+			case "off":
+			default:
+				return fmt.Errorf("maintenance %q: want on or off", args[1])
+			}
+			var m api.Member
+			path := "cluster/members/" + url.PathEscape(args[0]) + "/maintenance"
+			if err := g.client().Query(cmd.Context(), "PUT", path, api.MaintenanceRequest{Enabled: on}, &m); err != nil {
+				return err
+			}
+			if on {
+				fmt.Printf("%s: maintenance on (nova-compute disabled: no new servers there; node cordoned)\n", m.Name)
+			} else {
+				fmt.Printf("%s: maintenance off (nova-compute enabled, node schedulable)\n", m.Name)
+			}
+			return nil
+		},
+	}
 }
 
 func newTrustCmd(g *globals) *cobra.Command {

@@ -94,6 +94,9 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 				}
 				fmt.Fprintf(tw, "release %s\t%s\n", n, line)
 			}
+			for _, l := range stateLines(dep.StateNodes) {
+				fmt.Fprintln(tw, l)
+			}
 			keys := make([]string, 0, len(dep.Health))
 			for k := range dep.Health {
 				keys = append(keys, k)
@@ -166,4 +169,20 @@ func profileTable(p *api.Profile) func(*tabwriter.Writer) {
 			fmt.Fprintf(tw, "\ncritical path: %s\n", strings.Join(parts, " -> "))
 		}
 	}
+}
+
+// stateLines say, node by node, which releases keep their data there and are pinned to it
+// (tab-separated, sorted).
+func stateLines(nodes map[string]string) []string {
+	by := map[string][]string{}
+	for rel, n := range nodes {
+		by[n] = append(by[n], rel)
+	}
+	var out []string
+	for n, rels := range by {
+		sort.Strings(rels)
+		out = append(out, fmt.Sprintf("state on %s\t%s (their data is on that node: they run only there)", n, strings.Join(rels, ", ")))
+	}
+	sort.Strings(out)
+	return out
 }

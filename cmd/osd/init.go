@@ -46,6 +46,7 @@ func newInitCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Minute, "give up waiting after this long (the daemon keeps converging; a re-run follows it)")
 	cmd.Flags().StringVar(&req.ExternalInterface, "external-interface", "", "move this NIC into br-ex (rolled back if the host loses connectivity) instead of an isolated NATed external network")
 	cmd.Flags().StringVar(&req.ExternalCIDR, "external-cidr", "", "the isolated external network (default 172.24.4.0/24)")
+	cmd.Flags().StringVar(&req.TunnelInterface, "tunnel-interface", "", "the interface that reaches the other nodes, for Geneve tunnels: on the userspace OVS datapath it moves into the bridge br-phy with its addresses (rolled back if the host loses connectivity); auto: the one holding the node's address; none: no bridge")
 	cmd.Flags().BoolVar(&req.KubernetesOnly, "kubernetes-only", false, "stop once the host and its embedded Kubernetes node are ready (no OpenStack)")
 	cmd.Flags().BoolVar(&profile, "profile", false, "at the end, print where the time went: every step, image and release by phase, and the critical path")
 	return cmd

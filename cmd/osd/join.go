@@ -18,7 +18,7 @@ import (
 
 func newJoinCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
-	var tokenFile string
+	var tokenFile, tunnel string
 	var roles []string
 	cmd := &cobra.Command{
 		Use:   "join [TOKEN | -]",
@@ -46,24 +46,25 @@ func newJoinCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runJoin(cmd.Context(), g, token, timeout)
+			return runJoin(cmd.Context(), g, api.JoinRemoteRequest{Token: token, TunnelInterface: tunnel}, timeout)
 		},
 	}
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "read the join token from this file (its first line)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up waiting after this long (the daemon keeps joining; a re-run follows it)")
+	cmd.Flags().StringVar(&tunnel, "tunnel-interface", "", "the interface that reaches the other nodes, for Geneve tunnels: on the userspace OVS datapath it moves into the bridge br-phy with its addresses (default for compute and network nodes: the one holding the node's address; none: no bridge)")
 	cmd.Flags().StringSliceVar(&roles, "role", nil, "no longer taken: roles come with the token")
 	_ = cmd.Flags().MarkHidden("role")
 	return cmd
 }
 
-func runJoin(ctx context.Context, g *globals, token string, timeout time.Duration) error {
+func runJoin(ctx context.Context, g *globals, req api.JoinRemoteRequest, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := g.client()
 	if err := ensureDaemon(ctx, g, c); err != nil {
 		return err
 	}
-	id, st, done, err := c.Join(ctx, api.JoinRemoteRequest{Token: token})
+	id, st, done, err := c.Join(ctx, req)
 	if err != nil {
 		return err
 	}

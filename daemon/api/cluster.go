@@ -82,6 +82,28 @@ type Member struct {
 	Version string `json:"version,omitempty"`
 	// Local marks the daemon that answered (the node that ran osd init).
 	Local bool `json:"local,omitempty"`
+	// Maintenance is set while osd cluster maintenance NAME on holds: the node's
+	// nova-compute is disabled and its Kubernetes node cordoned.
+	Maintenance bool `json:"maintenance,omitempty"`
+	// Tunnel is the Geneve endpoint the node's OVN chassis registered ("geneve 10.0.0.2"),
+	// "" while it has no chassis.
+	Tunnel string `json:"tunnel,omitempty"`
+	// HeldImages are the service images the node holds in containerd, by name (digests,
+	// from its last heartbeat; the answering node's own, read now).
+	HeldImages map[string]string `json:"held_images,omitempty"`
+	// Images says whether the node holds the images its roles run at the digests the
+	// cluster serves: "current", or what is missing or outdated.
+	Images string `json:"images,omitempty"`
+	// State lists the stateful services whose data lives on this node (they are pinned
+	// to it; a node holding state cannot be removed).
+	State []string `json:"state,omitempty"`
+}
+
+// MaintenanceRequest is the body of PUT /1.0/cluster/members/{name}/maintenance.
+type MaintenanceRequest struct {
+	// Enabled on: no new servers on the node (its nova-compute disabled) and no new pods
+	// (cordoned); off undoes both.
+	Enabled bool `json:"enabled"`
 }
 
 // JoinRequest is what a joining node sends to POST /1.0/cluster/join (to receive its
@@ -114,6 +136,8 @@ type JoinResponse struct {
 // HeartbeatRequest is the optional body of POST /1.0/cluster/members/{name}/heartbeat.
 type HeartbeatRequest struct {
 	Version string `json:"version,omitempty"` // the member's osd version
+	// Images are the service images the member holds in containerd, by name (digests).
+	Images map[string]string `json:"images,omitempty"`
 }
 
 // RenewRequest is the body of POST /1.0/cluster/members/{name}/certificate.
@@ -133,6 +157,9 @@ type RenewResponse struct {
 type JoinRemoteRequest struct {
 	Token string   `json:"token"`
 	Roles []string `json:"roles,omitempty"`
+	// TunnelInterface is where this node's Geneve endpoint lives (see InitRequest); empty
+	// for a compute or network node: "auto", the interface holding the node's address.
+	TunnelInterface string `json:"tunnel_interface,omitempty"`
 }
 
 // JoinStatus is what GET /1.0/cluster/join-remote answers (and POST when there is nothing

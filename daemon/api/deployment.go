@@ -21,6 +21,9 @@ type DeploymentStatus struct {
 	Children           map[string]ChildStatus    `json:"children,omitempty"`
 	Health             map[string]WorkloadHealth `json:"health,omitempty"` // key "Kind/namespace/name"
 	Conditions         []Condition               `json:"conditions,omitempty"`
+	// StateNodes is, for every release that keeps its data in a hostPath, the node holding
+	// that data: its pods run only there.
+	StateNodes map[string]string `json:"stateNodes,omitempty"`
 }
 
 // ChildStatus is one Helm release.

@@ -11,6 +11,12 @@ type InitRequest struct {
 	ExternalInterface string `json:"external_interface,omitempty"`
 	// ExternalCIDR is the isolated external network (default 172.24.4.0/24).
 	ExternalCIDR string `json:"external_cidr,omitempty"`
+	// TunnelInterface is where this node's Geneve endpoint lives: on the userspace OVS
+	// datapath this interface moves into the bridge br-phy (its addresses with it, rolled
+	// back if the host loses connectivity) so that tunnels to other nodes work; "auto" is
+	// the interface holding the node's address; "none" takes the bridge away again. Empty
+	// keeps what an earlier osd init chose (at first: none, the node's address).
+	TunnelInterface string `json:"tunnel_interface,omitempty"`
 }
 
 // Converge states.

@@ -185,3 +185,33 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// StreamFrom is Stream for a GET of path's bytes from offset on (an HTTP range): it
+// returns the body and the offset it really starts at (0 when the server sent the whole
+// resource instead of the range).
+func (c *Client) StreamFrom(ctx context.Context, path string, offset int64) (io.ReadCloser, int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(path), nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("build GET %s request: %w", path, err)
+	}
+	req.Header.Set("User-Agent", "osd/"+api.Version)
+	if offset > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && offset > 0:
+		return resp.Body, offset, nil
+	case resp.StatusCode == http.StatusOK:
+		return resp.Body, 0, nil
+	}
+	defer resp.Body.Close()
+	env, err := decodeEnvelope(resp)
+	if err != nil {
+		return nil, 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return nil, 0, &Error{StatusCode: resp.StatusCode, Message: env.Error}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/osdcloud/osd/daemon/api"
@@ -23,6 +24,7 @@ const maxJoinBody = 16 << 10
 //	GET    /1.0/cluster/members/{name}       -> api.Member
 //	DELETE /1.0/cluster/members/{name}[?force=true]  drain, delete the node, revoke, forget
 //	POST   /1.0/cluster/members/{name}/heartbeat    api.HeartbeatRequest (that member only)
+//	PUT    /1.0/cluster/members/{name}/maintenance  api.MaintenanceRequest -> api.Member (operators)
 //	POST   /1.0/cluster/members/{name}/certificate  api.RenewRequest -> api.RenewResponse (that member only)
 //	GET    /1.0/cluster/tokens               -> []api.TokenInfo
 //	POST   /1.0/cluster/tokens               api.TokenRequest -> api.IssuedToken (201)
@@ -37,6 +39,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 		{Path: "cluster/members", Get: rest.Action{Handler: s.getMembers}},
 		{Path: "cluster/members/{name}", Get: rest.Action{Handler: s.getMember}, Delete: rest.Action{Handler: s.deleteMember}},
 		{Path: "cluster/members/{name}/heartbeat", Post: rest.Action{Handler: s.postHeartbeat}},
+		{Path: "cluster/members/{name}/maintenance", Put: rest.Action{Handler: s.putMaintenance}},
 		{Path: "cluster/members/{name}/certificate", Post: rest.Action{Handler: s.postCertificate}},
 		{Path: "cluster/tokens", Get: rest.Action{Handler: s.getTokens}, Post: rest.Action{Handler: s.postToken}},
 		{Path: "cluster/tokens/{name}", Delete: rest.Action{Handler: s.deleteToken}},
@@ -56,6 +59,7 @@ var Access = AccessTable{
 	{Method: "GET", Path: "cluster/members/{name}"}:              {RoleOperator, RoleMember},
 	{Method: "DELETE", Path: "cluster/members/{name}"}:           {RoleOperator},
 	{Method: "POST", Path: "cluster/members/{name}/heartbeat"}:   {RoleMember, RoleRemoved},
+	{Method: "PUT", Path: "cluster/members/{name}/maintenance"}:  {RoleOperator},
 	{Method: "POST", Path: "cluster/members/{name}/certificate"}: {RoleMember},
 	{Method: "GET", Path: "cluster/tokens"}:                      {RoleOperator},
 	{Method: "POST", Path: "cluster/tokens"}:                     {RoleOperator},
@@ -117,12 +121,48 @@ func (s *Service) getMember(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	out := memberFromRecord(m)
-	out.Version = s.versions.get(name)
+	out.Version, out.HeldImages = s.versions.get(name), s.versions.heldImages(name)
 	if s.NodeStates != nil {
 		states, err := s.NodeStates(r.Context())
 		out.NodeState = NodeStateOf(states, err, name)
 	}
+	if s.Describe != nil {
+		ms := []api.Member{out}
+		s.Describe(r.Context(), ms)
+		out = ms[0]
+	}
 	return rest.SyncResponse(out)
+}
+
+// putMaintenance puts node name (a member, or this daemon's own node) into maintenance or
+// takes it out (Maintenance), and answers its entry as the member list shows it.
+func (s *Service) putMaintenance(r *http.Request) rest.Response {
+	name := rest.Var(r, "name")
+	var req api.MaintenanceRequest
+	if err := rest.DecodeJSON(r, &req, 4096); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if s.Maintenance == nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "maintenance needs the cluster's Kubernetes: run osd init first"))
+	}
+	ms, err := s.ListMembers(r.Context())
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	i := slices.IndexFunc(ms, func(m api.Member) bool { return m.Name == name })
+	if i < 0 {
+		return rest.ErrorResponse(errorf(ErrNotMember, "%s is neither a member of the cluster nor this node (osd cluster list)", name))
+	}
+	if err := s.Maintenance(r.Context(), name, req.Enabled); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if ms, err = s.ListMembers(r.Context()); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if i = slices.IndexFunc(ms, func(m api.Member) bool { return m.Name == name }); i < 0 {
+		return rest.ErrorResponse(errorf(ErrNotMember, "%s is no longer a member of the cluster", name))
+	}
+	return rest.SyncResponse(ms[i])
 }
 
 // caller identifies who sent r (over the unix socket: nobody, with no certificate).
@@ -161,8 +201,8 @@ func (s *Service) postHeartbeat(r *http.Request) rest.Response {
 	if err := s.DB.MemberHeartbeat(r.Context(), name, s.now()); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if hb.Version != "" {
-		s.versions.set(name, hb.Version)
+	if hb.Version != "" || hb.Images != nil {
+		s.versions.set(name, hb.Version, hb.Images)
 	}
 	if m, err := s.DB.GetMember(r.Context(), name); err == nil && m.Fingerprint == c.Fingerprint {
 		// The member holds its newest certificate: the ones it renewed away go.

@@ -480,7 +480,8 @@ func TestJoinOverHTTPS(t *testing.T) {
 	if err := memberClient.Query(ctx, http.MethodGet, "cluster/members", nil, &members); err != nil || len(members) != 1 {
 		t.Fatalf("GET cluster/members as the member = %+v, %v, want node2", members, err)
 	}
-	if err := SendHeartbeat(ctx, loaded, tc.addr, "node2", "v1"); err != nil {
+	held := map[string]string{"ovn": "sha256:" + strings.Repeat("1", 64)}
+	if err := SendHeartbeat(ctx, loaded, tc.addr, "node2", "v1", held); err != nil {
 		t.Errorf("SendHeartbeat(node2) = %v, want nil", err)
 	}
 	if err := memberClient.Query(ctx, http.MethodPost, "cluster/members/node9/heartbeat", nil, nil); statusOf(err) != http.StatusForbidden {
@@ -490,8 +491,9 @@ func TestJoinOverHTTPS(t *testing.T) {
 		t.Errorf("POST heartbeat for node2 as admin = %v, want 403", err)
 	}
 	var got api.Member
-	if err := admin.Query(ctx, http.MethodGet, "cluster/members/node2", nil, &got); err != nil || got.LastHeartbeat == nil || got.Version != "v1" {
-		t.Errorf("GET cluster/members/node2 = %+v, %v, want a heartbeat time and version v1", got, err)
+	if err := admin.Query(ctx, http.MethodGet, "cluster/members/node2", nil, &got); err != nil || got.LastHeartbeat == nil || got.Version != "v1" ||
+		got.HeldImages["ovn"] != held["ovn"] {
+		t.Errorf("GET cluster/members/node2 = %+v, %v, want a heartbeat time, version v1 and the images it holds", got, err)
 	}
 	var trust []api.TrustEntry
 	if err := admin.Query(ctx, http.MethodGet, "trust", nil, &trust); err != nil || len(trust) != 2 {
@@ -509,7 +511,7 @@ func TestJoinOverHTTPS(t *testing.T) {
 	if err := memberClient.Query(ctx, http.MethodGet, "cluster/members", nil, nil); statusOf(err) != http.StatusForbidden {
 		t.Errorf("GET cluster/members as a removed member = %v, want 403", err)
 	}
-	if err := SendHeartbeat(ctx, loaded, tc.addr, "node2", "v1"); !errors.Is(err, ErrRemoved) {
+	if err := SendHeartbeat(ctx, loaded, tc.addr, "node2", "v1", nil); !errors.Is(err, ErrRemoved) {
 		t.Errorf("SendHeartbeat(removed node2) = %v, want ErrRemoved", err)
 	}
 }
@@ -524,16 +526,16 @@ func TestHeartbeatNeverSaysRemovedByMistake(t *testing.T) {
 	k, _ := NewMemberKey("node2")
 	strangerPEM, _ := IssueMemberCert(tc.ca, "node2", &k.Key.PublicKey, time.Now(), time.Hour)
 	stranger := &MemberIdentity{CA: id.CA, Cert: *chainOf(t, strangerPEM, k)}
-	if err := SendHeartbeat(ctx, stranger, tc.addr, "node2", "v1"); err == nil || errors.Is(err, ErrRemoved) || statusOf(errors.Unwrap(err)) == http.StatusGone {
+	if err := SendHeartbeat(ctx, stranger, tc.addr, "node2", "v1", nil); err == nil || errors.Is(err, ErrRemoved) || statusOf(errors.Unwrap(err)) == http.StatusGone {
 		t.Errorf("SendHeartbeat(unknown certificate) = %v, want a refusal that is not ErrRemoved", err)
 	}
 	// An expired certificate of the real member.
 	expiredPEM, _ := IssueMemberCert(tc.ca, "node2", &k.Key.PublicKey, time.Now().Add(-2*time.Hour), time.Hour)
 	expired := &MemberIdentity{CA: id.CA, Cert: *chainOf(t, expiredPEM, k)}
-	if err := SendHeartbeat(ctx, expired, tc.addr, "node2", "v1"); err == nil || errors.Is(err, ErrRemoved) {
+	if err := SendHeartbeat(ctx, expired, tc.addr, "node2", "v1", nil); err == nil || errors.Is(err, ErrRemoved) {
 		t.Errorf("SendHeartbeat(expired certificate) = %v, want a refusal that is not ErrRemoved", err)
 	}
-	if err := SendHeartbeat(ctx, id, tc.addr, "node2", "v1"); err != nil {
+	if err := SendHeartbeat(ctx, id, tc.addr, "node2", "v1", nil); err != nil {
 		t.Errorf("SendHeartbeat(node2) = %v, want nil", err)
 	}
 }
@@ -558,14 +560,14 @@ func TestMemberCertRenewal(t *testing.T) {
 		t.Errorf("LoadMemberIdentity() after renewal = %v, want the new certificate", err)
 	}
 	// The answer might have been lost: the old certificate still works ...
-	if err := SendHeartbeat(ctx, id, tc.addr, "node2", "v1"); err != nil {
+	if err := SendHeartbeat(ctx, id, tc.addr, "node2", "v1", nil); err != nil {
 		t.Errorf("heartbeat with the old certificate before the new one was used = %v, want nil", err)
 	}
 	// ... until the new one is used.
-	if err := SendHeartbeat(ctx, renewed, tc.addr, "node2", "v1"); err != nil {
+	if err := SendHeartbeat(ctx, renewed, tc.addr, "node2", "v1", nil); err != nil {
 		t.Fatalf("heartbeat with the renewed certificate = %v, want nil", err)
 	}
-	if err := SendHeartbeat(ctx, id, tc.addr, "node2", "v1"); err == nil {
+	if err := SendHeartbeat(ctx, id, tc.addr, "node2", "v1", nil); err == nil {
 		t.Error("heartbeat with the old certificate after the new one was used = nil, want a refusal")
 	}
 	if _, err := RenewMemberCert(ctx, t.TempDir(), other, tc.addr, "node2"); statusOf(errors.Unwrap(err)) != http.StatusForbidden {

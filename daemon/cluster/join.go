@@ -169,6 +169,11 @@ type Service struct {
 	// TokenDropped, when set, runs when the join token of name can no longer be used
 	// before its join completed (revoked): it drops the node's agent credentials.
 	TokenDropped func(ctx context.Context, name string) error
+	// Maintenance, when set, puts node name into maintenance (on) or takes it out.
+	Maintenance func(ctx context.Context, name string, on bool) error
+	// Describe, when set, completes listings with what Kubernetes and the cloud know of
+	// each node: maintenance, tunnel endpoint, images, state held.
+	Describe func(ctx context.Context, members []api.Member)
 
 	versions versions
 }

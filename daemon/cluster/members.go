@@ -23,20 +23,24 @@ type NodeStatesFunc func(ctx context.Context) (map[string]string, error)
 // (rest.ErrConflict) while VMs run on it unless force, then cordons, drains and deletes it.
 type RemoveNodeFunc func(ctx context.Context, name string, force bool) error
 
-// versions remembers each member's osd version from its heartbeats (in memory: the next
-// heartbeat after a restart brings it back).
+// versions remembers what each member said in its heartbeats: its osd version and the
+// images it holds (in memory: the next heartbeat after a restart brings it back).
 type versions struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu     sync.Mutex
+	m      map[string]string
+	images map[string]map[string]string
 }
 
-func (v *versions) set(name, version string) {
+func (v *versions) set(name, version string, images map[string]string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil {
-		v.m = map[string]string{}
+		v.m, v.images = map[string]string{}, map[string]map[string]string{}
 	}
 	v.m[name] = version
+	if images != nil {
+		v.images[name] = images
+	}
 }
 
 func (v *versions) get(name string) string {
@@ -45,10 +49,17 @@ func (v *versions) get(name string) string {
 	return v.m[name]
 }
 
+func (v *versions) heldImages(name string) map[string]string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.images[name]
+}
+
 func (v *versions) forget(name string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.m, name)
+	delete(v.images, name)
 }
 
 // ListMembers returns this daemon (when Local says it is a member) and every joined member,
@@ -66,7 +77,7 @@ func (s *Service) ListMembers(ctx context.Context) ([]api.Member, error) {
 	}
 	for _, r := range recs {
 		m := memberFromRecord(r)
-		m.Version = s.versions.get(m.Name)
+		m.Version, m.HeldImages = s.versions.get(m.Name), s.versions.heldImages(m.Name)
 		out = append(out, m)
 	}
 	var states map[string]string
@@ -76,6 +87,9 @@ func (s *Service) ListMembers(ctx context.Context) ([]api.Member, error) {
 	}
 	for i := range out {
 		out[i].NodeState = NodeStateOf(states, statesErr, out[i].Name)
+	}
+	if s.Describe != nil {
+		s.Describe(ctx, out)
 	}
 	return out, nil
 }
@@ -115,13 +129,13 @@ func (s *Service) deleteMember(r *http.Request) rest.Response {
 	return rest.EmptySyncResponse
 }
 
-// SendHeartbeat tells the cluster at addr that this member (name, holding id) is alive
-// and runs version. Only an explicit answer that this member was removed (410 Gone) means
+// SendHeartbeat tells the cluster at addr that this member (name, holding id) is alive,
+// runs version and holds images (digests by name). Only an explicit answer that this member was removed (410 Gone) means
 // it is no longer one (errors.Is(err, ErrRemoved)); any other refusal, such as 403 for a
 // certificate that expired while the node was off, is an error to report and retry.
-func SendHeartbeat(ctx context.Context, id *MemberIdentity, addr, name, version string) error {
+func SendHeartbeat(ctx context.Context, id *MemberIdentity, addr, name, version string, images map[string]string) error {
 	err := callAddress(Fingerprint(id.CA), addr, &id.Cert, func(c *client.Client) error {
-		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/heartbeat", api.HeartbeatRequest{Version: version}, nil)
+		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/heartbeat", api.HeartbeatRequest{Version: version, Images: images}, nil)
 	})
 	var apiErr *client.Error
 	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusGone {

@@ -44,3 +44,19 @@ func RoleLabels(roles []string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// NoControlPlaneTaint is the taint (effect NoSchedule) of nodes without the control role:
+// only the workloads of their roles, which tolerate it, run there (the DaemonSets of
+// ovn-controller, the metadata agent and nova-compute), so such a node needs only the
+// images of its roles and never receives the control plane's pods and secrets.
+const NoControlPlaneTaint = "osd.cloud/no-control-plane"
+
+// WantsNoControlPlaneTaint reports whether a node with roles carries NoControlPlaneTaint (pure).
+func WantsNoControlPlaneTaint(roles []string) bool {
+	for _, r := range roles {
+		if r == api.RoleControl {
+			return false
+		}
+	}
+	return true
+}

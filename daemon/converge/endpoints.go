@@ -49,6 +49,14 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 			return rest.ErrorResponse(err)
 		}
 	}
+	if req.TunnelInterface != "" {
+		if err := CheckTunnelInterface(req.TunnelInterface); err != nil {
+			return rest.ErrorResponse(err)
+		}
+		if err := s.st.Set(ctx, state.KeyTunnelWanted, req.TunnelInterface); err != nil {
+			return rest.ErrorResponse(err)
+		}
+	}
 	if err := s.st.Set(ctx, state.KeyGoal, goal); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -57,6 +65,21 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 	}
 	op := s.Start()
 	return rest.AsyncResponse(rest.APIPrefix+"/operations/"+op.ID, s.Snapshot())
+}
+
+// CheckTunnelInterface checks a wanted tunnel interface: auto, none or an interface of
+// this host (400 saying what exists otherwise).
+func CheckTunnelInterface(name string) error {
+	if name == netsetup.TunnelAuto || name == netsetup.TunnelNone {
+		return nil
+	}
+	if name == netsetup.TunnelBridge {
+		return rest.Errorf(rest.ErrBadRequest, "tunnel interface %s is the bridge osd moves the tunnel interface into: name the interface that reaches the other nodes", name)
+	}
+	if _, err := net.InterfaceByName(name); err != nil {
+		return rest.Errorf(rest.ErrBadRequest, "tunnel interface %q: %v (ip link lists the host's interfaces; auto and none are also accepted)", name, err)
+	}
+	return nil
 }
 
 // wantExternal checks and records the external network osd init asks for; it refuses to

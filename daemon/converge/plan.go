@@ -35,6 +35,7 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 			return changed, "datapath " + ovs.Datapath, err
 		}},
 		{Name: "external-network", Needs: []string{"openvswitch"}, Run: func(ctx context.Context) (bool, string, error) { return externalNetwork(ctx, st, ovs) }},
+		{Name: "tunnel", Needs: []string{"openvswitch"}, Run: func(ctx context.Context) (bool, string, error) { return tunnel(ctx, st, ovs) }},
 		{Name: "libvirt", Needs: []string{"kvm-permissions"}, Run: func(ctx context.Context) (bool, string, error) {
 			started, err := hypervisor.EnsureLibvirtd(ctx, hypervisor.LibvirtConfig{})
 			if err == nil {

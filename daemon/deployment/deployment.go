@@ -89,6 +89,11 @@ func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (boo
 	if err != nil {
 		return false, "", err
 	}
+	placement, err := s.ensurePlacement(ctx, kc.Kube, spec)
+	if err != nil {
+		return false, "", err
+	}
+	spec = Pin(spec, placement)
 	if err := c.EnsureDeployment(ctx, kc.APIExt, spec); err != nil {
 		return false, "", err
 	}

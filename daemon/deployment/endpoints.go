@@ -47,6 +47,9 @@ func (s *Service) getDeployment(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
+	if out.StateNodes, err = Placement(r.Context(), kc.Kube); err != nil {
+		return rest.ErrorResponse(err)
+	}
 	return rest.SyncResponse(MarkUnanswered(out, s.Answering(r.Context(), enabledServices(dep.Spec))))
 }
 

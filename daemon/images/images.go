@@ -56,6 +56,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 		{Path: "images/build", Post: rest.Action{Handler: s.postImagesBuild}},
 		{Path: "images/export", Post: rest.Action{Handler: s.postImagesExport}},
 		{Path: "images/import", Post: rest.Action{Handler: s.postImagesImport}},
+		{Path: "images/blobs/{digest}", Get: rest.Action{Handler: s.getBlob}},
 	}
 }
 

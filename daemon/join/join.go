@@ -28,8 +28,10 @@ import (
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/netsetup"
 )
 
 // joinFileName is the join's record under STATE/cluster, 0600: the join's secrets.
@@ -70,11 +72,22 @@ type Service struct {
 	// API does not listen).
 	Address func() string
 
+	// Images, when set, is this node's image resource: the join fetches the images of its
+	// roles from the cluster with it, and the heartbeats report what it holds.
+	Images ImageSync
+
 	mu      sync.Mutex
+	syncing bool // an image sync with the cluster runs
 	opID    string
 	lastErr string
 	beating bool
 	beatErr string // the last heartbeat's failure ("" when it went through)
+}
+
+// ImageSync is what a member needs of its image resource (images.Service).
+type ImageSync interface {
+	SyncFromCluster(ctx context.Context, remote images.Remote, roles []string, emit func(string)) (bool, string, error)
+	Held(ctx context.Context) (map[string]string, error)
 }
 
 // New returns the join resource of st.
@@ -200,6 +213,16 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "this node's roles come with its join token: %s, not %s (to change them, issue a new token on a member: osd cluster add %s --role %s)",
 			strings.Join(creds.Roles, ","), strings.Join(asked, ","), tok.Name, strings.Join(asked, ",")))
 	}
+	tunnelIface := req.TunnelInterface
+	if tunnelIface == "" {
+		tunnelIface = netsetup.TunnelAuto
+	}
+	if err := converge.CheckTunnelInterface(tunnelIface); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if err := s.st.Set(ctx, state.KeyTunnelWanted, tunnelIface); err != nil {
+		return rest.ErrorResponse(err)
+	}
 	if _, err := cluster.SaveMemberIdentity(s.identityDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key); err != nil {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrForbidden, "the cluster's credentials were refused (nothing was kept): %v", err))
 	}
@@ -306,7 +329,7 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 		return err
 	}
 	run := "join-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	err = bootstrap.Execute(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), func(e bootstrap.Event) { emit(converge.StepLine(e)) })
+	err = bootstrap.ExecuteGraph(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), bootstrap.Retry{Attempts: 1}, func(e bootstrap.Event) { emit(converge.StepLine(e)) })
 	if err != nil {
 		return err
 	}
@@ -315,16 +338,17 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 }
 
 // JoinSteps names the host preparation steps of the init plan a node with roles needs
-// (pure): compute needs KVM, Open vSwitch and libvirt; network Open vSwitch and the
-// external network; storage the volume group; control nothing on the host.
+// (pure): compute needs KVM, Open vSwitch, its tunnel endpoint and libvirt; network Open
+// vSwitch, the tunnel endpoint and the external network; storage the volume group;
+// control nothing on the host.
 func JoinSteps(roles []string) map[string]bool {
 	want := map[string]bool{}
 	for _, r := range roles {
 		switch r {
 		case api.RoleCompute:
-			want["kvm-permissions"], want["openvswitch"], want["libvirt"] = true, true, true
+			want["kvm-permissions"], want["openvswitch"], want["tunnel"], want["libvirt"] = true, true, true, true
 		case api.RoleNetwork:
-			want["openvswitch"], want["external-network"] = true, true
+			want["openvswitch"], want["tunnel"], want["external-network"] = true, true, true
 		case api.RoleStorage:
 			want["volume-group"] = true
 		}
@@ -332,25 +356,68 @@ func JoinSteps(roles []string) map[string]bool {
 	return want
 }
 
-// plan is the ordered list of idempotent steps that make this host a member: the host
-// preparation steps of the init plan its roles need (JoinSteps), the embedded k3s as an
-// agent of the cluster, its node Ready, and the completed join (the cluster then gives
-// the node the labels of its roles: a kubelet may not set them itself).
+// AgentTaints are the taints a node with roles registers with (pure): without the control
+// role, cluster.NoControlPlaneTaint (the cluster sets it too when it admits the node).
+func AgentTaints(roles []string) []string {
+	if cluster.WantsNoControlPlaneTaint(roles) {
+		return []string{cluster.NoControlPlaneTaint + "=true:NoSchedule"}
+	}
+	return nil
+}
+
+// plan is the graph of idempotent steps that make this host a member: the host
+// preparation steps of the init plan its roles need (JoinSteps), the images of its roles
+// fetched from the cluster (while the host is prepared) and imported into containerd,
+// the embedded k3s as an agent of the cluster, its node Ready, and the completed join (the
+// cluster then gives the node the labels of its roles, so its workloads start at once
+// with their images there: a kubelet may not set those labels itself).
 func (s *Service) plan(dec preflight.Decisions, rec Record) []bootstrap.Step {
 	n := s.st.Node
-	return append(converge.HostSteps(s.st, dec, JoinSteps(rec.Roles)),
-		bootstrap.Step{Name: "kubernetes-agent", Run: func(ctx context.Context) (bool, string, error) {
-			return n.EnsureAgent(ctx, rec.K3sURL, rec.K3sToken)
+	host := converge.HostSteps(s.st, dec, JoinSteps(rec.Roles))
+	var hostNames, fetchNeeds []string
+	for _, h := range host {
+		hostNames = append(hostNames, h.Name)
+		if h.Name == "tunnel" {
+			fetchNeeds = []string{"tunnel"} // the tunnel step moves this node's address
+		}
+	}
+	return append(host,
+		bootstrap.Step{Name: "images-fetch", Needs: fetchNeeds, Run: func(ctx context.Context) (bool, string, error) {
+			return s.syncImages(ctx, rec, func(string) {})
 		}},
-		bootstrap.Step{Name: "kubernetes-node", Run: func(ctx context.Context) (bool, string, error) {
+		bootstrap.Step{Name: "kubernetes-agent", Needs: hostNames, Run: func(ctx context.Context) (bool, string, error) {
+			return n.EnsureAgent(ctx, rec.K3sURL, rec.K3sToken, AgentTaints(rec.Roles))
+		}},
+		bootstrap.Step{Name: "images", Needs: []string{"images-fetch", "kubernetes-agent"}, Run: func(ctx context.Context) (bool, string, error) {
+			return s.syncImages(ctx, rec, func(string) {})
+		}},
+		bootstrap.Step{Name: "kubernetes-node", Needs: []string{"kubernetes-agent"}, Run: func(ctx context.Context) (bool, string, error) {
 			// A node that cannot reach the cluster fails the join (osd join resumes it)
 			// rather than waiting for ever.
 			ctx, cancel := context.WithTimeout(ctx, joinNodeTimeout)
 			defer cancel()
 			return n.WaitReady(ctx)
 		}},
-		bootstrap.Step{Name: "cluster-member", Run: func(ctx context.Context) (bool, string, error) { return s.completeJoin(ctx) }},
+		bootstrap.Step{Name: "cluster-member", Needs: []string{"kubernetes-node", "images"}, Run: func(ctx context.Context) (bool, string, error) { return s.completeJoin(ctx) }},
 	)
+}
+
+// syncImages makes this node hold the images of its roles at the digests the cluster
+// serves (fetched into its store; imported into containerd once it runs).
+func (s *Service) syncImages(ctx context.Context, rec Record, emit func(string)) (bool, string, error) {
+	if s.Images == nil {
+		return false, "no image resource", nil
+	}
+	id, err := cluster.LoadMemberIdentity(s.identityDir())
+	if err != nil {
+		return false, "", err
+	}
+	remote, err := cluster.NewClusterImages(id, rec.Server)
+	if err != nil {
+		return false, "", err
+	}
+	defer remote.Close()
+	return s.Images.SyncFromCluster(ctx, remote, rec.Roles, emit)
 }
 
 // completeJoin registers this node with the cluster (consuming the token) and forgets the
@@ -412,10 +479,13 @@ func (s *Service) startHeartbeats() {
 	s.beating = true
 	s.mu.Unlock()
 	s.st.Go(func(ctx context.Context) {
-		for {
+		for beat := 0; ; beat++ {
 			rec, err := s.loadJoin()
 			if err == nil && rec != nil {
 				err = s.heartbeat(ctx, rec)
+				if err == nil && beat%imageSyncBeats == imageSyncBeats-1 {
+					s.syncImagesInBackground(rec)
+				}
 			}
 			s.mu.Lock()
 			s.beatErr = ""
@@ -462,5 +532,35 @@ func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
 			id = renewed
 		}
 	}
-	return cluster.SendHeartbeat(hctx, id, rec.Server, rec.Name, api.Version)
+	var held map[string]string
+	if s.Images != nil {
+		if held, err = s.Images.Held(hctx); err != nil {
+			slog.Debug("images held for the heartbeat", "err", err)
+		}
+	}
+	return cluster.SendHeartbeat(hctx, id, rec.Server, rec.Name, api.Version, held)
+}
+
+// imageSyncBeats is how many heartbeats pass between two image syncs with the cluster: an
+// image the cluster built or imported since reaches this node within a minute or so.
+const imageSyncBeats = 4
+
+// syncImagesInBackground fetches and imports what the cluster serves for this node's roles
+// and it lacks, unless a sync runs already.
+func (s *Service) syncImagesInBackground(rec *Record) {
+	s.mu.Lock()
+	if s.syncing {
+		s.mu.Unlock()
+		return
+	}
+	s.syncing = true
+	s.mu.Unlock()
+	s.st.Go(func(ctx context.Context) {
+		defer func() { s.mu.Lock(); s.syncing = false; s.mu.Unlock() }()
+		if changed, detail, err := s.syncImages(ctx, *rec, func(string) {}); err != nil && ctx.Err() == nil {
+			slog.Warn("images from the cluster", "err", err)
+		} else if changed {
+			slog.Info("images from the cluster", "detail", detail)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package join
 
 import (
 	"encoding/base64"
+	"github.com/osdcloud/osd/bootstrap"
 	"slices"
 	"strings"
 	"testing"
@@ -41,10 +42,10 @@ func TestJoinSteps(t *testing.T) {
 		want  []string
 	}{
 		{[]string{"control"}, nil},
-		{[]string{"compute"}, []string{"kvm-permissions", "libvirt", "openvswitch"}},
-		{[]string{"network"}, []string{"external-network", "openvswitch"}},
+		{[]string{"compute"}, []string{"kvm-permissions", "libvirt", "openvswitch", "tunnel"}},
+		{[]string{"network"}, []string{"external-network", "openvswitch", "tunnel"}},
 		{[]string{"storage"}, []string{"volume-group"}},
-		{[]string{"compute", "network"}, []string{"external-network", "kvm-permissions", "libvirt", "openvswitch"}},
+		{[]string{"compute", "network"}, []string{"external-network", "kvm-permissions", "libvirt", "openvswitch", "tunnel"}},
 	} {
 		var got []string
 		for k := range JoinSteps(c.roles) {
@@ -65,15 +66,56 @@ func TestJoinPlanSkipsHostServices(t *testing.T) {
 		roles []string
 		want  []string
 	}{
-		{[]string{"control"}, []string{"kubernetes-agent", "kubernetes-node", "cluster-member"}},
-		{[]string{"compute", "network"}, []string{"kvm-permissions", "openvswitch", "external-network", "libvirt", "kubernetes-agent", "kubernetes-node", "cluster-member"}},
+		{[]string{"control"}, []string{"images-fetch", "kubernetes-agent", "images", "kubernetes-node", "cluster-member"}},
+		{[]string{"compute", "network"}, []string{"kvm-permissions", "openvswitch", "external-network", "tunnel", "libvirt",
+			"images-fetch", "kubernetes-agent", "images", "kubernetes-node", "cluster-member"}},
 	} {
 		var got []string
-		for _, step := range s.plan(preflight.Decisions{}, Record{Roles: c.roles}) {
+		plan := s.plan(preflight.Decisions{}, Record{Roles: c.roles})
+		for _, step := range plan {
 			got = append(got, step.Name)
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("plan(%v) = %v, want %v", c.roles, got, c.want)
+		}
+		if err := bootstrap.Validate(plan); err != nil {
+			t.Errorf("plan(%v): %v", c.roles, err)
+		}
+	}
+}
+
+// TestJoinPlanOrder: the images are fetched while the host is prepared but after the
+// tunnel step (which moves the node's address), imported once containerd runs, and the
+// join completes (the node gets its roles and their workloads) only with them in place.
+func TestJoinPlanOrder(t *testing.T) {
+	s := &Service{st: &state.State{Cfg: state.Config{StateDir: t.TempDir()}}}
+	needs := map[string][]string{}
+	for _, step := range s.plan(preflight.Decisions{}, Record{Roles: []string{"compute"}}) {
+		needs[step.Name] = step.Needs
+	}
+	for step, want := range map[string][]string{
+		"images-fetch":     {"tunnel"},
+		"kubernetes-agent": {"kvm-permissions", "openvswitch", "tunnel", "libvirt"},
+		"images":           {"images-fetch", "kubernetes-agent"},
+		"cluster-member":   {"kubernetes-node", "images"},
+	} {
+		if !slices.Equal(needs[step], want) {
+			t.Errorf("plan: %s needs %v, want %v", step, needs[step], want)
+		}
+	}
+}
+
+func TestAgentTaints(t *testing.T) {
+	for _, c := range []struct {
+		roles []string
+		want  []string
+	}{
+		{[]string{"compute"}, []string{"osd.cloud/no-control-plane=true:NoSchedule"}},
+		{[]string{"compute", "network"}, []string{"osd.cloud/no-control-plane=true:NoSchedule"}},
+		{[]string{"control", "compute"}, nil},
+	} {
+		if got := AgentTaints(c.roles); !slices.Equal(got, c.want) {
+			t.Errorf("AgentTaints(%v) = %v, want %v", c.roles, got, c.want)
 		}
 	}
 }

@@ -69,6 +69,7 @@ type Config struct {
 	ServiceCIDR string
 	CNIBinDir   string
 	NodeLabels  []string // key=value
+	NodeTaints  []string // key=value:Effect, set when the node registers
 }
 
 // WithDefaults fills the zero fields of c.
@@ -161,6 +162,12 @@ func appendNodeArgs(args []string, c Config) ([]string, error) {
 			return nil, fmt.Errorf("node label %q: want key=value", l)
 		}
 		args = append(args, "--node-label", l)
+	}
+	for _, t := range c.NodeTaints {
+		if !strings.Contains(t, ":") {
+			return nil, fmt.Errorf("node taint %q: want key=value:Effect", t)
+		}
+		args = append(args, "--node-taint", t)
 	}
 	if root := path.Clean("/" + c.CgroupRoot); root != "/" {
 		// A node sharing its host: its own cgroup root, and kube-proxy leaves the

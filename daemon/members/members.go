@@ -15,7 +15,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/osdcloud/osd/bootstrap/cloud"
@@ -45,6 +44,14 @@ type Service struct {
 	Address func() string
 	// CountVMs, when set, replaces how the VMs on a node are counted (tests).
 	CountVMs VMCounter
+	// Images, when set, is this node's image resource (what it serves members, what it holds).
+	Images ImageView
+}
+
+// ImageView is what listings need of the image resource (images.Service).
+type ImageView interface {
+	Served() (map[string]string, error)
+	Held(ctx context.Context) (map[string]string, error)
 }
 
 // New returns the membership side of st.
@@ -56,6 +63,7 @@ func New(st *state.State, login func(ctx context.Context) (*cloud.Client, error)
 func (s *Service) Hooks(svc *cluster.Service) {
 	svc.Agent, svc.NodeStates, svc.Local, svc.RemoveNode = s.agentCredential, s.nodeStates, s.localMember, s.removeNode
 	svc.Admit, svc.TokenIssued, svc.TokenDropped = s.admitMember, s.letNodeIn, s.dropAgentTokens
+	svc.Maintenance, svc.Describe = s.maintenance, s.describe
 }
 
 func (s *Service) adminClient() (kubernetes.Interface, error) { return s.st.Node.Admin() }
@@ -149,65 +157,6 @@ func countInstancePods(cs kubernetes.Interface) VMCounter {
 		}
 		return n, nil
 	}
-}
-
-// removeNode takes member name's node out of Kubernetes: it refuses while VMs run there
-// unless force; then cordons the node, evicts its pods (DaemonSet and mirror pods stay:
-// they go with the node), waits for them at most drainTimeout, deletes the Node and the
-// node password k3s keeps for it (so the name can join again).
-func (s *Service) removeNode(ctx context.Context, name string, force bool) error {
-	cs, err := s.adminClient()
-	if err != nil {
-		return err
-	}
-	if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		slog.Info("member has no Kubernetes node; removing its record", "member", name)
-		return forgetNode(ctx, cs, name)
-	} else if err != nil {
-		return fmt.Errorf("read node %s: %w", name, err)
-	}
-	count := s.CountVMs
-	if count == nil {
-		count = s.defaultVMCounter(cs)
-	}
-	vms, err := count(ctx, name)
-	if err != nil {
-		return err
-	}
-	if force && vms > 0 {
-		slog.Warn("removing a node with VMs (forced)", "node", name, "vms", vms)
-	}
-	if vms > 0 && !force {
-		return rest.Errorf(rest.ErrConflict, "%d VMs run on %s: migrate or delete them first, or remove it anyway with --force (their VMs are lost)", vms, name)
-	}
-	// Nova first: no new server lands on a compute host that is leaving.
-	if !s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
-		if c, err := s.Cloud(ctx); err != nil {
-			if !force {
-				return fmt.Errorf("disable nova-compute on %s: %w", name, err)
-			}
-			slog.Warn("cannot reach Nova to disable the node's compute service (forced)", "node", name, "err", err)
-		} else if changed, err := c.DisableComputeService(ctx, name, "osd cluster remove"); err != nil {
-			if !force {
-				return fmt.Errorf("disable nova-compute on %s: %w", name, err)
-			}
-			slog.Warn("cannot disable the node's compute service (forced)", "node", name, "err", err)
-		} else if changed {
-			slog.Info("disabled nova-compute", "node", name)
-		}
-	}
-	patch := []byte(`{"spec":{"unschedulable":true}}`)
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("cordon %s: %w", name, err)
-	}
-	if err := drain(ctx, cs, name, drainTimeout); err != nil {
-		return err
-	}
-	if err := forgetNode(ctx, cs, name); err != nil {
-		return err
-	}
-	slog.Info("removed node from Kubernetes", "node", name, "vms", vms, "force", force)
-	return nil
 }
 
 // forgetNode makes sure node cannot come back with what it kept: its name is barred
@@ -317,14 +266,18 @@ func (s *Service) agentCredential(ctx context.Context, name string) (cluster.Age
 		Token: tok, Expires: expires}, nil
 }
 
-// admitMember gives a member that completed its join the labels of its roles and drops
-// the agent credential it joined with (its kubelet certificate is what it uses now).
+// admitMember gives a member that completed its join the labels of its roles (and, without
+// the control role, the taint that keeps other workloads off it) and drops the agent
+// credential it joined with (its kubelet certificate is what it uses now).
 func (s *Service) admitMember(ctx context.Context, name string, roles []string) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return err
 	}
 	if _, _, err := node.LabelRoles(ctx, cs, name, roles); err != nil {
+		return err
+	}
+	if _, err := node.TaintRoles(ctx, cs, name, roles); err != nil {
 		return err
 	}
 	return k3s.DeleteAgentTokens(ctx, cs, name)

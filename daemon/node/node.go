@@ -93,13 +93,14 @@ func (n *Node) EnsureServer(ctx context.Context) (bool, string, error) {
 }
 
 // EnsureAgent is the join step that starts containerd and the k3s agent joining the
-// server at serverURL with token, once.
-func (n *Node) EnsureAgent(ctx context.Context, serverURL, token string) (bool, string, error) {
+// server at serverURL with token, once; the node registers with taints (key=value:Effect).
+func (n *Node) EnsureAgent(ctx context.Context, serverURL, token string, taints []string) (bool, string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.server != nil {
 		return false, "running", nil
 	}
+	n.cfg.NodeTaints = taints
 	if _, err := k3s.AgentArgs(n.cfg, serverURL, token); err != nil {
 		return false, "", fmt.Errorf("the cluster's join information: %w", err)
 	}

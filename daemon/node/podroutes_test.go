@@ -42,3 +42,28 @@ func TestPodRoutes(t *testing.T) {
 		}
 	}
 }
+
+func TestSetTaint(t *testing.T) {
+	a := corev1.Taint{Key: "a", Value: "1", Effect: corev1.TaintEffectNoSchedule}
+	b := corev1.Taint{Key: "b", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	b2 := corev1.Taint{Key: "b", Value: "other", Effect: corev1.TaintEffectNoSchedule}
+	for _, c := range []struct {
+		name        string
+		have        []corev1.Taint
+		t           corev1.Taint
+		on          bool
+		want        []corev1.Taint
+		wantChanged bool
+	}{
+		{"add", []corev1.Taint{a}, b, true, []corev1.Taint{a, b}, true},
+		{"present", []corev1.Taint{a, b}, b, true, []corev1.Taint{a, b}, false},
+		{"other value", []corev1.Taint{b2}, b, true, []corev1.Taint{b}, true},
+		{"remove", []corev1.Taint{a, b}, b, false, []corev1.Taint{a}, true},
+		{"absent", []corev1.Taint{a}, b, false, []corev1.Taint{a}, false},
+	} {
+		got, changed := SetTaint(c.have, c.t, c.on)
+		if changed != c.wantChanged || len(got) != len(c.want) || (len(got) > 0 && !reflect.DeepEqual(got, c.want)) {
+			t.Errorf("SetTaint(%s) = %v, %v, want %v, %v", c.name, got, changed, c.want, c.wantChanged)
+		}
+	}
+}

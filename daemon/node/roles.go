@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -48,4 +49,53 @@ func LabelRoles(ctx context.Context, cs kubernetes.Interface, node string, roles
 		return false, "", fmt.Errorf("label node %s: %w", node, err)
 	}
 	return true, detail, nil
+}
+
+// TaintRoles gives node cluster.NoControlPlaneTaint when its roles lack the control role
+// and takes it away otherwise; it reports whether it changed anything.
+func TaintRoles(ctx context.Context, cs kubernetes.Interface, name string, roles []string) (bool, error) {
+	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("read node %s: %w", name, err)
+	}
+	want := cluster.WantsNoControlPlaneTaint(roles)
+	taints, changed := SetTaint(n.Spec.Taints, corev1.Taint{Key: cluster.NoControlPlaneTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}, want)
+	if !changed {
+		return false, nil
+	}
+	n.Spec.Taints = taints
+	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return false, fmt.Errorf("taint node %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// SetTaint returns taints with t present (on) or absent (off), matched by key and effect,
+// and whether that changed them (pure).
+func SetTaint(taints []corev1.Taint, t corev1.Taint, on bool) ([]corev1.Taint, bool) {
+	var out []corev1.Taint
+	found := false
+	for _, x := range taints {
+		if x.Key == t.Key && x.Effect == t.Effect {
+			found = true
+			if on {
+				out = append(out, t)
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	if on && !found {
+		out = append(out, t)
+	}
+	return out, found != on || (on && found && !sameTaint(taints, t))
+}
+
+func sameTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for _, x := range taints {
+		if x.Key == t.Key && x.Effect == t.Effect {
+			return x.Value == t.Value
+		}
+	}
+	return false
 }

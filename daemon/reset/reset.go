@@ -162,6 +162,19 @@ func host(ctx context.Context, cfg state.Config, conf map[string]string, out io.
 	json.Unmarshal([]byte(conf[string(state.KeyExternal)]), &ext)
 	errs = append(errs, cloud(ctx, ovs.Socket(), out)...)
 	if fileExists(ovs.Socket()) {
+		th := converge.TunnelHost(cfg, ovs)
+		iface, err := th.MovedInterface()
+		if err == nil {
+			var removed bool
+			if removed, err = netsetup.RemoveTunnelBridge(ctx, th, iface); removed && err == nil {
+				fmt.Fprintf(out, "removed tunnel bridge %s (%s has its addresses back)\n", netsetup.TunnelBridge, iface)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tunnel bridge: %w", err))
+		}
+	}
+	if fileExists(ovs.Socket()) {
 		h := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(cfg.StateDir, "host")}
 		if err := netsetup.Teardown(ctx, h, netsetup.Spec{Datapath: ovs.Datapath, External: ext}); err != nil {
 			errs = append(errs, fmt.Errorf("external network: %w", err))

@@ -29,6 +29,9 @@ const (
 	KeyLibvirtOwner Key = "host.libvirt_owner"
 	// KeyExternal is the external network osd made (JSON).
 	KeyExternal Key = "host.external_network"
+	// KeyTunnelWanted is the tunnel interface osd init or osd join asked for: an interface
+	// name, "auto" (the one holding the node's address) or "none"/"" (no tunnel bridge).
+	KeyTunnelWanted Key = "host.tunnel_interface"
 	// KeyJoin is this node's join: JoinJoining, JoinMember or JoinRemoved.
 	KeyJoin Key = "join.state"
 )

@@ -122,3 +122,15 @@ Init container giving a host directory to the service user: (dict "ctx" $ "image
     - name: {{ .volume }}
       mountPath: {{ .path }}
 {{- end -}}
+
+{{/*
+Pins a pod that keeps its data in a hostPath to the node holding that data: (dict "ctx" $).
+Renders a nodeSelector on kubernetes.io/hostname when .Values.node is set (the daemon
+records the node when the workload is first placed), nothing otherwise.
+*/}}
+{{- define "osd-lib.stateNode" -}}
+{{- with .ctx.Values.node }}
+nodeSelector:
+  kubernetes.io/hostname: {{ . | quote }}
+{{- end }}
+{{- end -}}

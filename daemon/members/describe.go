@@ -1,0 +1,183 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/deployment"
+	"github.com/osdcloud/osd/daemon/images"
+	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/netsetup/ovnsb"
+)
+
+// MaintenanceAnnotation marks a node osd cluster maintenance put into maintenance.
+const MaintenanceAnnotation = "osd.cloud/maintenance"
+
+// maintenanceReason is the disabled reason Nova shows for a node in maintenance.
+const maintenanceReason = "osd cluster maintenance"
+
+// maintenance puts node name into maintenance (on: its nova-compute disabled, so the
+// scheduler places no new server there, then the node cordoned and annotated) or takes
+// it out (off: the same undone, nova-compute first enabled again).
+func (s *Service) maintenance(ctx context.Context, name string, on bool) error {
+	cs, err := s.adminClient()
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	if on {
+		if err := s.disableCompute(ctx, name, maintenanceReason, false); err != nil {
+			return err
+		}
+	} else if err := s.enableCompute(ctx, name); err != nil {
+		return err
+	}
+	ann := `null`
+	if on {
+		ann = `"on"`
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}},"spec":{"unschedulable":%t}}`, MaintenanceAnnotation, ann, on)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("cordon %s: %w", name, err)
+	}
+	slog.Info("maintenance", "node", name, "on", on)
+	return nil
+}
+
+// enableCompute enables name's nova-compute again when the cloud runs.
+func (s *Service) enableCompute(ctx context.Context, name string) error {
+	if s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
+		return nil
+	}
+	c, err := s.Cloud(ctx)
+	if err != nil {
+		return fmt.Errorf("enable nova-compute on %s: %w", name, err)
+	}
+	if _, err := c.EnableComputeService(ctx, name); err != nil {
+		return fmt.Errorf("enable nova-compute on %s: %w", name, err)
+	}
+	return nil
+}
+
+// describe completes member listings with what Kubernetes and the cloud know of each
+// node: maintenance, the tunnel endpoint its chassis registered, whether it holds the
+// images its roles run at the cluster's digests, and the state it holds. What cannot be
+// read now is left out.
+func (s *Service) describe(ctx context.Context, ms []api.Member) {
+	cs, err := s.adminClient()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		maint := map[string]bool{}
+		for _, n := range nodes.Items {
+			maint[n.Name] = n.Annotations[MaintenanceAnnotation] == "on"
+		}
+		for i := range ms {
+			ms[i].Maintenance = maint[ms[i].Name]
+		}
+	}
+	if placement, err := deployment.Placement(ctx, cs); err == nil {
+		for i := range ms {
+			ms[i].State = deployment.HeldBy(placement, ms[i].Name)
+		}
+	}
+	s.describeImages(ctx, ms)
+	if tunnels, err := tunnelsByHost(ctx, cs); err == nil {
+		for i := range ms {
+			ms[i].Tunnel = tunnels[ms[i].Name]
+		}
+	} else {
+		slog.Debug("tunnel endpoints", "err", err)
+	}
+}
+
+// describeImages says for each member whether it holds the images of its roles.
+func (s *Service) describeImages(ctx context.Context, ms []api.Member) {
+	if s.Images == nil {
+		return
+	}
+	served, err := s.Images.Served()
+	if err != nil || len(served) == 0 {
+		return
+	}
+	for i := range ms {
+		if ms[i].Local {
+			if held, err := s.Images.Held(ctx); err == nil && held != nil {
+				ms[i].HeldImages = held
+			}
+		}
+		if ms[i].HeldImages == nil {
+			continue
+		}
+		want := map[string]string{}
+		for _, n := range images.RoleImages(ms[i].Roles) {
+			if d, ok := served[n]; ok {
+				want[n] = d
+			}
+		}
+		ms[i].Images = images.ImagesState(want, ms[i].HeldImages)
+	}
+}
+
+// sbEndpoint is the OVN southbound database's address: its Service's cluster IP.
+func sbEndpoint(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	svc, err := cs.CoreV1().Services(deploy.Namespace).Get(ctx, "ovn-sb", metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the OVN southbound database's service: %w", err)
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == "None" {
+		return "", fmt.Errorf("the OVN southbound database's service has no cluster IP")
+	}
+	return "tcp:" + net.JoinHostPort(svc.Spec.ClusterIP, "6642"), nil
+}
+
+// tunnelsByHost is the tunnel endpoints of every chassis by hostname ("geneve 10.0.0.2").
+func tunnelsByHost(ctx context.Context, cs kubernetes.Interface) (map[string]string, error) {
+	ep, err := sbEndpoint(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := ovnsb.Connect(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	list, err := sb.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, c := range list {
+		out[c.Hostname] = strings.Join(c.Encaps, ", ")
+	}
+	return out, nil
+}
+
+// deleteChassis deletes the OVN chassis of host and returns their names.
+func deleteChassis(ctx context.Context, cs kubernetes.Interface, host string) ([]string, error) {
+	ep, err := sbEndpoint(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := ovnsb.Connect(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	return sb.DeleteHost(ctx, host)
+}
