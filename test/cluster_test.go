@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,9 +47,9 @@ type nsNode struct {
 	log      bytes.Buffer
 }
 
-// newNSNode creates the namespaces and private mounts of a node; t.Cleanup removes every
-// process, cgroup and directory the node made.
-func newNSNode(t testing.TB, bin, name, ip string) *nsNode {
+// newNSNode creates the namespaces and private mounts of a node (privateDirs and extra);
+// t.Cleanup removes every process, cgroup and directory the node made.
+func newNSNode(t testing.TB, bin, name, ip string, extra ...string) *nsNode {
 	t.Helper()
 	base, err := os.MkdirTemp("", "osd-cluster-"+name+"-")
 	if err != nil {
@@ -73,7 +74,7 @@ func newNSNode(t testing.TB, bin, name, ip string) *nsNode {
 	}
 	var script strings.Builder
 	script.WriteString("set -e\n")
-	for _, d := range privateDirs {
+	for _, d := range append(slices.Clone(privateDirs), extra...) {
 		if _, err := os.Stat(d); os.IsNotExist(err) {
 			n.created = append(n.created, d)
 		}

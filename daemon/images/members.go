@@ -28,20 +28,22 @@ import (
 // roleImages are the service images each role runs: a compute node runs nova-compute
 // (compute), ovn-controller (ovn) and the OVN metadata agent (openstack, which also
 // renders every chart's configuration); a network node the gateway chassis and the
-// metadata agent; a storage node Ceph and cinder-volume; a control node every service.
+// metadata agent; a storage node Ceph and cinder-volume; a control node every service the
+// deployment runs.
 var roleImages = map[string][]string{
 	api.RoleCompute: {"openstack", "compute", "ovn"},
 	api.RoleNetwork: {"openstack", "ovn"},
 	api.RoleStorage: {"openstack", "ceph"},
-	api.RoleControl: append(slices.Clone(DeployImages), "ceph"),
+	api.RoleControl: DeployImages,
 }
 
-// RoleImages are the images a node with roles needs, sorted (pure).
+// RoleImages are the images a node with roles needs, sorted (pure): those of its roles
+// that the deployment runs (DeployImages).
 func RoleImages(roles []string) []string {
 	var out []string
 	for _, r := range roles {
 		for _, n := range roleImages[r] {
-			if !slices.Contains(out, n) {
+			if !slices.Contains(out, n) && slices.Contains(DeployImages, n) {
 				out = append(out, n)
 			}
 		}

@@ -13,8 +13,8 @@ func TestRoleImages(t *testing.T) {
 		{[]string{"compute"}, []string{"compute", "openstack", "ovn"}},
 		{[]string{"network"}, []string{"openstack", "ovn"}},
 		{[]string{"compute", "network"}, []string{"compute", "openstack", "ovn"}},
-		{[]string{"storage"}, []string{"ceph", "openstack"}},
-		{[]string{"control"}, []string{"ceph", "compute", "coredns", "mariadb", "memcached", "openstack", "ovn", "rabbitmq"}},
+		{[]string{"storage"}, []string{"openstack"}}, // Ceph is not deployed by default
+		{[]string{"control"}, []string{"compute", "coredns", "mariadb", "memcached", "openstack", "ovn", "rabbitmq"}},
 		{nil, nil},
 	} {
 		if got := RoleImages(c.roles); !slices.Equal(got, c.want) {

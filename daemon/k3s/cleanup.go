@@ -339,3 +339,12 @@ func FilterRules(dump string) (string, int) {
 	}
 	return b.String(), removed
 }
+
+// ClearDir removes dir, or only its content when dir is a mount point (someone else's:
+// unmounting it would expose what is underneath).
+func ClearDir(dir string) error {
+	if isMountPoint(dir) {
+		return removeContents(dir)
+	}
+	return os.RemoveAll(dir)
+}

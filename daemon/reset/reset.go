@@ -144,7 +144,7 @@ func cloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
 		fmt.Fprintf(out, "removed %d routes to other nodes' pods\n", n)
 	}
 	if fileExists(novaStateDir) {
-		if err := os.RemoveAll(novaStateDir); err != nil {
+		if err := k3s.ClearDir(novaStateDir); err != nil {
 			errs = append(errs, err)
 		} else {
 			fmt.Fprintf(out, "removed %s\n", novaStateDir)
