@@ -2,12 +2,14 @@ package members
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/osdcloud/osd/bootstrap/cloud"
+	"github.com/osdcloud/osd/daemon/rest"
 )
 
 func TestDrainTargets(t *testing.T) {
@@ -53,5 +55,15 @@ func TestServersOnHost(t *testing.T) {
 		if got := ServersOnHost(servers, c.host); got != c.want {
 			t.Errorf("ServersOnHost(%s) = %d, want %d", c.host, got, c.want)
 		}
+	}
+}
+
+func TestStateRefusal(t *testing.T) {
+	if err := StateRefusal("node2", nil); err != nil {
+		t.Errorf("StateRefusal(node2, none) = %v, want nil", err)
+	}
+	err := StateRefusal("node1", []string{"mariadb", "ovn"})
+	if err == nil || rest.StatusFor(err) != 409 || !strings.Contains(err.Error(), "node1 holds the data of mariadb, ovn") {
+		t.Errorf("StateRefusal(node1, mariadb ovn) = %v, want 409 naming both", err)
 	}
 }

@@ -96,11 +96,17 @@ func refuseStateHolder(ctx context.Context, cs kubernetes.Interface, name string
 	if err != nil {
 		return err
 	}
-	if held := deployment.HeldBy(placement, name); len(held) > 0 {
-		return rest.Errorf(rest.ErrConflict, "%s holds the data of %s (their pods run only there, on its disk): removing it would lose that data, so osd refuses",
-			name, strings.Join(held, ", "))
+	return StateRefusal(name, deployment.HeldBy(placement, name))
+}
+
+// StateRefusal is the refusal (409) to remove node name while it holds the data of the
+// stateful releases held, naming them; nil when it holds none (pure).
+func StateRefusal(name string, held []string) error {
+	if len(held) == 0 {
+		return nil
 	}
-	return nil
+	return rest.Errorf(rest.ErrConflict, "%s holds the data of %s (their pods run only there, on its disk): removing it would lose that data, so osd refuses",
+		name, strings.Join(held, ", "))
 }
 
 // disableCompute disables name's nova-compute with reason when the cloud runs; with force,
