@@ -134,15 +134,8 @@ func (s *Service) disableCompute(ctx context.Context, name, reason string, force
 // evictAll puts LeavingTaint on node and waits, at most timeout, until no pod of the cloud
 // runs there any more (an unreachable node's pods never confirm: it goes on after timeout).
 func evictAll(ctx context.Context, cs kubernetes.Interface, name string, timeout time.Duration) error {
-	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("read node %s: %w", name, err)
-	}
-	if taints, changed := node.SetTaint(n.Spec.Taints, corev1.Taint{Key: LeavingTaint, Value: "true", Effect: corev1.TaintEffectNoExecute}, true); changed {
-		n.Spec.Taints = taints
-		if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("taint %s as leaving: %w", name, err)
-		}
+	if _, err := node.EnsureTaint(ctx, cs, name, corev1.Taint{Key: LeavingTaint, Value: "true", Effect: corev1.TaintEffectNoExecute}, true); err != nil {
+		return err
 	}
 	deadline := time.Now().Add(timeout)
 	for {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/osdcloud/osd/daemon/cluster"
 )
@@ -54,20 +55,31 @@ func LabelRoles(ctx context.Context, cs kubernetes.Interface, node string, roles
 // TaintRoles gives node cluster.NoControlPlaneTaint when its roles lack the control role
 // and takes it away otherwise; it reports whether it changed anything.
 func TaintRoles(ctx context.Context, cs kubernetes.Interface, name string, roles []string) (bool, error) {
-	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	t := corev1.Taint{Key: cluster.NoControlPlaneTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	return EnsureTaint(ctx, cs, name, t, cluster.WantsNoControlPlaneTaint(roles))
+}
+
+// EnsureTaint gives node name taint t (on) or takes it away (off), retrying on a conflict
+// with another writer of the Node; it reports whether it changed anything.
+func EnsureTaint(ctx context.Context, cs kubernetes.Interface, name string, t corev1.Taint, on bool) (bool, error) {
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var taints []corev1.Taint
+		if taints, changed = SetTaint(n.Spec.Taints, t, on); !changed {
+			return nil
+		}
+		n.Spec.Taints = taints
+		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		return false, fmt.Errorf("read node %s: %w", name, err)
+		return false, fmt.Errorf("taint node %s with %s: %w", name, t.Key, err)
 	}
-	want := cluster.WantsNoControlPlaneTaint(roles)
-	taints, changed := SetTaint(n.Spec.Taints, corev1.Taint{Key: cluster.NoControlPlaneTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}, want)
-	if !changed {
-		return false, nil
-	}
-	n.Spec.Taints = taints
-	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		return false, fmt.Errorf("taint node %s: %w", name, err)
-	}
-	return true, nil
+	return changed, nil
 }
 
 // SetTaint returns taints with t present (on) or absent (off), matched by key and effect,
