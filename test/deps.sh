@@ -31,6 +31,8 @@ packages=(
 	linux-image-cloud-amd64 cpio python3-openstackclient python3-heatclient iputils-ping curl
 	# logging into test guests over SSH; config drives made as Nova makes them (guest boot test)
 	openssh-client genisoimage
+	# the Geneve test of the userspace datapath turns a port's checksum offload off
+	ethtool
 	# Horizon checked in a headless browser by the end-to-end test
 	chromium
 )
