@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -168,7 +169,7 @@ func TestCephConfig(t *testing.T) {
 			"osd_crush_chooseleaf_type": "0", "auth_allow_insecure_global_id_reclaim": "false", "mon_warn_on_pool_no_redundancy": "false",
 			"log_to_file": "false", "log_to_stderr": "true"},
 		"osd": {"bluestore_block_path": "/var/lib/ceph/block/$cluster-$id.img", "bluestore_block_create": "true",
-			"bluestore_block_size": "21474836480", "osd_memory_target": "536870912"},
+			"bluestore_block_size": "21474836480", "osd_memory_target": "939524096"},
 	}
 	for s, kv := range want {
 		for k, v := range kv {
@@ -180,8 +181,15 @@ func TestCephConfig(t *testing.T) {
 	if p := conf["osd"]["bluestore_block_path"]; strings.HasPrefix(p, "/var/lib/ceph/osd/") {
 		t.Errorf("bluestore_block_path %s is inside the OSD's directory (BlueStore links it to itself: ELOOP)", p)
 	}
-	if !strings.Contains(conf["mgr"]["mgr_disabled_modules"], "dashboard") || strings.Contains(conf["mgr"]["mgr_disabled_modules"], "rbd_support") {
-		t.Errorf("mgr_disabled_modules = %q, want dashboard and others off, rbd_support loaded", conf["mgr"]["mgr_disabled_modules"])
+	// Pacific's always-on modules must stay loadable (one missing is MGR_MODULE_ERROR).
+	disabled := strings.Split(conf["mgr"]["mgr_disabled_modules"], ",")
+	for _, m := range []string{"balancer", "crash", "devicehealth", "orchestrator", "pg_autoscaler", "progress", "rbd_support", "status", "telemetry", "volumes"} {
+		if slices.Contains(disabled, m) {
+			t.Errorf("mgr_disabled_modules has the always-on module %s", m)
+		}
+	}
+	if !slices.Contains(disabled, "dashboard") || !slices.Contains(disabled, "restful") {
+		t.Errorf("mgr_disabled_modules = %v, want dashboard and restful among them", disabled)
 	}
 	osd := c.daemons["osd"].Spec.Template.Spec.Containers[0].Command[2]
 	if !strings.Contains(osd, "want=21474836480\n") || !strings.Contains(osd, "ceph-bluestore-tool bluefs-bdev-expand") || !strings.Contains(osd, "block=/var/lib/ceph/block/ceph-0.img") {

@@ -3,6 +3,7 @@ package deploy
 import (
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -67,6 +68,28 @@ func TestStorageEdges(t *testing.T) {
 		}
 		if (s.Name == "ceph" || s.Name == "cinder") && s.Enabled {
 			t.Errorf("catalog enables %s by default, want it enabled by the daemon's storage choice", s.Name)
+		}
+	}
+}
+
+// TestCRDStorageEnum: the API server accepts every storage backend the values layering
+// accepts (the CRD's enum refused "ceph" once, failing osd init).
+func TestCRDStorageEnum(t *testing.T) {
+	crd, err := CRDManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["features"].Properties["storage"]
+	enum := map[string]bool{}
+	for _, e := range prop.Enum {
+		enum[strings.Trim(string(e.Raw), `"`)] = true
+	}
+	for _, s := range []string{StorageCeph, StorageLVM, "file", "none"} {
+		if _, err := featuresLayer(Features{Storage: s}); err != nil {
+			t.Fatalf("featuresLayer(%s) = %v", s, err)
+		}
+		if !enum[s] {
+			t.Errorf("CRD spec.features.storage enum %v lacks %q", enum, s)
 		}
 	}
 }

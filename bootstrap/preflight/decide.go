@@ -1,11 +1,17 @@
 package preflight
 
-import "github.com/osdcloud/osd/hypervisor"
+import (
+	"strings"
+
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/hypervisor"
+)
 
 // Storage backends for Cinder.
 const (
-	StorageLVM  = "lvm"  // loop-file-backed LVM volume group (cinder-volumes)
-	StorageNone = "none" // no block storage service on this host
+	StorageCeph = api.StorageCeph // a single-node Ceph osd runs: RBD, all in userspace
+	StorageLVM  = api.StorageLVM  // loop-file-backed LVM volume group (cinder-volumes) over iSCSI
+	StorageNone = api.StorageNone // no block storage service on this host (only when asked for)
 )
 
 // OVS datapath types.
@@ -20,7 +26,7 @@ type Decisions struct {
 	VirtTypeReason       string `json:"virt_type_reason"`
 	OVSDatapath          string `json:"ovs_datapath"` // system | netdev
 	OVSDatapathReason    string `json:"ovs_datapath_reason"`
-	StorageBackend       string `json:"storage_backend"` // lvm | none
+	StorageBackend       string `json:"storage_backend"` // ceph | lvm
 	StorageBackendReason string `json:"storage_backend_reason"`
 }
 
@@ -29,9 +35,12 @@ type Decisions struct {
 // virt_type is kvm only when the CPU shows vmx or svm AND /dev/kvm exists; a
 // /dev/kvm without them (PVM, as on the osd build machines) hangs guests, so
 // it means qemu (TCG). OVS uses the kernel datapath when the openvswitch
-// module is there, else the userspace netdev datapath. Cinder gets a
-// loop-backed LVM volume group only where device-mapper exists: elsewhere
-// vgcreate works but lvcreate fails, so no volume service is offered.
+// module is there, else the userspace netdev datapath. Cinder uses a
+// loop-backed LVM volume group only where the kernel can serve and attach its
+// volumes: device-mapper (elsewhere vgcreate works but lvcreate fails), an iSCSI
+// target (LIO) to export them and the iSCSI initiator to attach them. Everywhere
+// else it uses a single-node Ceph, which needs none of them (QEMU, Cinder and
+// Glance speak RBD in userspace).
 func Decide(f Facts) Decisions {
 	var d Decisions
 	hw := f.CPUVMX || f.CPUSVM
@@ -55,14 +64,26 @@ func Decide(f Facts) Decisions {
 		d.OVSDatapathReason = "no openvswitch kernel module: OVS uses its userspace datapath"
 	}
 
-	if f.DeviceMapper {
-		d.StorageBackend = StorageLVM
-		d.StorageBackendReason = "device-mapper " + orUnknown(f.DeviceMapperState) + ": Cinder LVM on a loop-file-backed volume group cinder-volumes"
-	} else {
-		d.StorageBackend = StorageNone
-		d.StorageBackendReason = "no device-mapper in the kernel: LVM logical volumes cannot be created, so Cinder gets no volume backend"
-	}
+	d.StorageBackend, d.StorageBackendReason = decideStorage(f)
 	return d
+}
+
+func decideStorage(f Facts) (string, string) {
+	var missing []string
+	if !f.DeviceMapper {
+		missing = append(missing, "no device-mapper (LVM cannot make logical volumes)")
+	}
+	if !f.ISCSITarget {
+		missing = append(missing, "no iSCSI target (LIO) to export them")
+	}
+	if !f.ISCSIInitiator {
+		missing = append(missing, "no iSCSI initiator (iscsi_tcp) to attach them")
+	}
+	if len(missing) == 0 {
+		return StorageLVM, "device-mapper " + orUnknown(f.DeviceMapperState) + ", LIO " + orUnknown(f.ISCSITargetState) +
+			", iscsi_tcp " + orUnknown(f.ISCSIInitiatorState) + ": Cinder LVM on a loop-file-backed volume group cinder-volumes, exported over iSCSI"
+	}
+	return StorageCeph, strings.Join(missing, ", ") + ": Cinder and Glance on a single-node Ceph (RBD in userspace: QEMU, Cinder and Glance need no kernel driver)"
 }
 
 func hwName(f Facts) string {

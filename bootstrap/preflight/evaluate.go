@@ -28,6 +28,7 @@ const (
 	CheckKVMPermissions = "kvm_permissions"
 	CheckOVSDatapath    = "ovs_datapath"
 	CheckStorage        = "storage_backend"
+	CheckQEMURBD        = "qemu_rbd"
 )
 
 // Evaluate judges facts against requirements. It is pure and returns the
@@ -58,6 +59,9 @@ func Evaluate(f Facts, r Requirements) []Finding {
 		add(checkKVMPermissions(f))
 	}
 	add(checkOVS(d), checkStorage(d))
+	if d.StorageBackend == StorageCeph && r.QEMURBDPackage != "" {
+		add(checkQEMURBD(f, r.QEMURBDPackage))
+	}
 	return out
 }
 
@@ -255,12 +259,18 @@ func checkOVS(d Decisions) Finding {
 }
 
 func checkStorage(d Decisions) Finding {
-	fd := Finding{Check: CheckStorage, Status: OK, Message: "storage backend " + d.StorageBackend + ": " + d.StorageBackendReason}
-	if d.StorageBackend == StorageNone {
-		fd.Status = Warn
-		fd.Fix = "boot a kernel with device-mapper (CONFIG_BLK_DEV_DM, modprobe dm_mod) for Cinder LVM volumes"
+	return Finding{Check: CheckStorage, Status: OK, Message: "storage backend " + d.StorageBackend + ": " + d.StorageBackendReason}
+}
+
+// checkQEMURBD: with Ceph, the host's QEMU (which runs the guests) opens volumes through
+// its RBD block driver, a module in qemu-block-extra; without it every attach fails.
+func checkQEMURBD(f Facts, pkg string) Finding {
+	if f.Packages[pkg] {
+		return Finding{Check: CheckQEMURBD, Status: OK, Message: "QEMU's RBD driver (" + pkg + ") is installed: guests reach Ceph volumes in userspace"}
 	}
-	return fd
+	return Finding{Check: CheckQEMURBD, Status: Fail,
+		Message: "QEMU's RBD driver is missing (package " + pkg + "): guests could not attach Ceph volumes",
+		Fix:     "apt-get install -y " + pkg}
 }
 
 // gibString formats bytes as GiB with one decimal.

@@ -23,6 +23,7 @@ func goodFacts() Facts {
 		Ports: ports, Hostname: "node1", HostnameResolves: true, HostnameAddresses: []string{"10.0.0.5"},
 		CPUVMX: true, KVMDevice: true, KVMDeviceMode: 0o660, KVMDeviceGroup: "kvm",
 		OVSKernelModule: true, OVSModuleState: "loaded", DeviceMapper: true, DeviceMapperState: "loaded",
+		ISCSITarget: true, ISCSITargetState: "loadable", ISCSIInitiator: true, ISCSIInitiatorState: "loadable",
 		Packages: pkgs, CgroupVersion: "v2", Kernel: "6.1.0-28-amd64", IsRoot: true, Systemd: true,
 	}
 }
@@ -95,7 +96,12 @@ func TestEvaluate(t *testing.T) {
 			[]want{{CheckOVSDatapath, Warn, "CONFIG_OPENVSWITCH", "datapath netdev"}}, nil},
 		{"OVS module loadable", func(f *Facts) { f.OVSModuleState = "loadable" }, []want{{CheckOVSDatapath, OK, "", "module loadable"}}, nil},
 		{"no device-mapper", func(f *Facts) { f.DeviceMapper, f.DeviceMapperState = false, "absent" },
-			[]want{{CheckStorage, Warn, "modprobe dm_mod", "storage backend none: no device-mapper"}}, nil},
+			[]want{{CheckStorage, OK, "", "storage backend ceph: no device-mapper"}, {CheckQEMURBD, OK, "", "qemu-block-extra"}}, nil},
+		{"no device-mapper, no QEMU RBD driver", func(f *Facts) { f.DeviceMapper = false; f.Packages["qemu-block-extra"] = false },
+			[]want{{CheckStorage, OK, "", "storage backend ceph"}, {CheckQEMURBD, Fail, "apt-get install -y qemu-block-extra", "RBD driver is missing"}}, nil},
+		{"no device-mapper, QEMU's RBD driver", func(f *Facts) { f.DeviceMapper = false; f.Packages["qemu-block-extra"] = true },
+			[]want{{CheckStorage, OK, "", "storage backend ceph"}, {CheckQEMURBD, OK, "", "qemu-block-extra"}}, nil},
+		{"lvm needs no RBD driver", func(*Facts) {}, []want{{CheckStorage, OK, "", "storage backend lvm"}}, []string{CheckQEMURBD}},
 		{"device-mapper loadable", func(f *Facts) { f.DeviceMapperState = "loadable" }, []want{{CheckStorage, OK, "", "device-mapper loadable"}}, nil},
 		{"missing packages", func(f *Facts) { f.Packages["openvswitch-switch"] = false; delete(f.Packages, "lvm2") },
 			[]want{{CheckPackages, Fail, "apt-get install -y lvm2 openvswitch-switch", "missing Debian packages: lvm2, openvswitch-switch"}}, nil},
@@ -112,7 +118,7 @@ func TestEvaluate(t *testing.T) {
 			f.CgroupVersion, f.Systemd = "hybrid", false
 		}, []want{
 			{CheckCPUs, Warn, "", ""}, {CheckMemory, OK, "", ""}, {CheckVirtType, Warn, "", "virt_type qemu"},
-			{CheckKVMPermissions, Warn, "", ""}, {CheckOVSDatapath, Warn, "", "netdev"}, {CheckStorage, Warn, "", "none"},
+			{CheckKVMPermissions, Warn, "", ""}, {CheckOVSDatapath, Warn, "", "netdev"}, {CheckStorage, OK, "", "storage backend ceph"},
 		}, nil},
 	}
 	for _, tt := range tests {
@@ -193,11 +199,12 @@ func TestDecide(t *testing.T) {
 		f                       Facts
 		virt, datapath, storage string
 	}{
-		{"full hardware", Facts{CPUVMX: true, KVMDevice: true, OVSKernelModule: true, DeviceMapper: true}, "kvm", "system", "lvm"},
-		{"PVM host", Facts{KVMDevice: true}, "qemu", "netdev", "none"},
-		{"amd, no modules", Facts{CPUSVM: true, KVMDevice: true}, "kvm", "netdev", "none"},
-		{"vmx without device", Facts{CPUVMX: true, DeviceMapper: true}, "qemu", "netdev", "lvm"},
-		{"nothing", Facts{}, "qemu", "netdev", "none"},
+		{"full hardware", Facts{CPUVMX: true, KVMDevice: true, OVSKernelModule: true, DeviceMapper: true, ISCSITarget: true, ISCSIInitiator: true}, "kvm", "system", "lvm"},
+		{"PVM host", Facts{KVMDevice: true}, "qemu", "netdev", "ceph"},
+		{"amd, no modules", Facts{CPUSVM: true, KVMDevice: true}, "kvm", "netdev", "ceph"},
+		{"vmx without device", Facts{CPUVMX: true, DeviceMapper: true, ISCSITarget: true, ISCSIInitiator: true}, "qemu", "netdev", "lvm"},
+		{"device-mapper without iSCSI", Facts{DeviceMapper: true}, "qemu", "netdev", "ceph"},
+		{"nothing", Facts{}, "qemu", "netdev", "ceph"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,6 +32,13 @@ type Facts struct {
 	// count: libdevmapper creates it even where the kernel has no driver.
 	DeviceMapper      bool   `json:"device_mapper"`
 	DeviceMapperState string `json:"device_mapper_state"` // loaded | loadable | absent
+	// ISCSITarget: the kernel's iSCSI target (LIO: target_core_mod and iscsi_target_mod)
+	// that Cinder's LVM driver exports volumes with; ISCSIInitiator: iscsi_tcp, with which
+	// nova-compute attaches them. State as for DeviceMapper (the lesser of the two for LIO).
+	ISCSITarget         bool   `json:"iscsi_target"`
+	ISCSITargetState    string `json:"iscsi_target_state"`
+	ISCSIInitiator      bool   `json:"iscsi_initiator"`
+	ISCSIInitiatorState string `json:"iscsi_initiator_state"`
 
 	// RunningConflicts are processes of another Kubernetes or container
 	// runtime, e.g. "k3s (pid 812, /usr/local/bin/k3s)"; osd's own are excluded.

@@ -111,6 +111,7 @@ func Probe(ctx context.Context, cfg ProbeConfig) (Facts, error) {
 	f.OVSKernelModule = f.OVSModuleState != "absent"
 	f.DeviceMapperState = moduleState(cfg, mods, "dm_mod", "dm-mod.ko", "device-mapper")
 	f.DeviceMapper = f.DeviceMapperState != "absent"
+	probeISCSI(&f, cfg, mods)
 
 	procs, err := scanProcesses(cfg)
 	note(err)

@@ -72,3 +72,23 @@ func miscRegistered(path, name string) bool {
 	}
 	return false
 }
+
+// probeISCSI reads the kernel's iSCSI target (LIO) and initiator states.
+func probeISCSI(f *Facts, cfg ProbeConfig, mods modules) {
+	core := moduleState(cfg, mods, "target_core_mod", "target_core_mod.ko", "")
+	iscsi := moduleState(cfg, mods, "iscsi_target_mod", "iscsi_target_mod.ko", "")
+	f.ISCSITargetState = lesserState(core, iscsi)
+	f.ISCSITarget = f.ISCSITargetState != "absent"
+	f.ISCSIInitiatorState = moduleState(cfg, mods, "iscsi_tcp", "iscsi_tcp.ko", "")
+	f.ISCSIInitiator = f.ISCSIInitiatorState != "absent"
+}
+
+// lesserState is the state of a feature that needs both modules: absent if either is,
+// loadable if either must still be loaded.
+func lesserState(a, b string) string {
+	rank := map[string]int{"absent": 0, "loadable": 1, "builtin": 2, "loaded": 2}
+	if rank[a] <= rank[b] {
+		return a
+	}
+	return b
+}

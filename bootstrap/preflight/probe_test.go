@@ -58,8 +58,11 @@ func TestProbeThisHost(t *testing.T) {
 		t.Logf("%-18s %-4s %s | %s", fd.Check, fd.Status, fd.Message, fd.Fix)
 	}
 	storage := findingOf(findings, CheckStorage)
-	if !f.DeviceMapper && (storage.Status != Warn || !strings.Contains(storage.Message, "no device-mapper")) {
-		t.Errorf("storage finding without device-mapper = %+v, want a warning that explains it", storage)
+	if !f.DeviceMapper && (d.StorageBackend != StorageCeph || !strings.Contains(storage.Message, "storage backend ceph: no device-mapper")) {
+		t.Errorf("storage finding without device-mapper = %+v, want Ceph and the reason", storage)
+	}
+	if rbd := findingOf(findings, CheckQEMURBD); d.StorageBackend == StorageCeph && rbd.Check == "" {
+		t.Errorf("Evaluate(this host, ceph) has no qemu_rbd finding")
 	}
 	if !f.OVSKernelModule && d.OVSDatapath != "netdev" {
 		t.Errorf("Decide(this host).OVSDatapath = %s, want netdev", d.OVSDatapath)

@@ -20,8 +20,13 @@ type Requirements struct {
 	Ports                                  []int    // must be free (or held by osd itself)
 	Packages                               []string // missing: fail
 	OptionalPackages                       []string // missing: warn
+	QEMURBDPackage                         string   // QEMU's RBD driver; missing with the ceph backend: fail
 	RequireRoot                            bool
 }
+
+// QEMURBDPackage holds QEMU's RBD block driver, with which the host's QEMU opens Ceph
+// volumes in userspace (a "recommends" line of packages.txt).
+const QEMURBDPackage = "qemu-block-extra"
 
 // DefaultPorts are the host ports the embedded k3s and the osd daemon listen
 // on. OpenStack's own APIs listen inside pods, not on the host.
@@ -47,7 +52,8 @@ var packagesTxt string
 func DefaultPackages() []string { return HostPackages(packagesTxt)["depends"] }
 
 // DefaultOptionalPackages are needed only in some setups (the "recommends" lines):
-// mmdebstrap builds the service images when no airgap bundle provides them.
+// mmdebstrap builds the service images when no airgap bundle provides them; QEMU's RBD
+// driver is needed by the ceph storage backend (Evaluate fails without it there).
 func DefaultOptionalPackages() []string { return HostPackages(packagesTxt)["recommends"] }
 
 // HostPackages parses a package list: "depends NAME" or "recommends NAME" a line, # to
@@ -87,6 +93,7 @@ func DefaultRequirements() Requirements {
 		Ports:                  DefaultPorts(),
 		Packages:               DefaultPackages(),
 		OptionalPackages:       DefaultOptionalPackages(),
+		QEMURBDPackage:         QEMURBDPackage,
 		RequireRoot:            true,
 	}
 }
