@@ -30,6 +30,7 @@ import (
 	"github.com/osdcloud/osd/daemon/operations"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/storage"
 	"github.com/osdcloud/osd/daemon/store"
 )
 
@@ -63,6 +64,7 @@ type Daemon struct {
 	join       *join.Service
 	members    *members.Service
 	launch     *launch.Service
+	storage    *storage.Service
 	clusterSvc *cluster.Service
 	trust      *cluster.TrustSet
 	httpsAddr  string
@@ -93,6 +95,8 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 	st.Node = node.New(ctx, d.cfg.K3s(), d.cfg.Self, node.Hooks{OnStop: d.onStop, Fail: d.fail})
 	d.st = st
 	d.images = images.New(st)
+	d.images.More = func(ctx context.Context) []string { return storage.Images(storage.Current(ctx, st)) }
+	d.storage = storage.New(st)
 	d.deployment = deployment.New(st)
 	d.conv = converge.New(st, func(detail func(string)) []bootstrap.Step {
 		return append(d.images.Steps(detail), d.deployment.Steps(detail)...)

@@ -18,6 +18,7 @@ func (d *Daemon) endpoints() []rest.Endpoint {
 		d.deployment.Endpoints(),
 		d.images.Endpoints(),
 		d.launch.Endpoints(),
+		d.storage.Endpoints(),
 	} {
 		eps = append(eps, r...)
 	}
@@ -52,6 +53,7 @@ func access() cluster.AccessTable {
 		{Method: "POST", Path: "images/import"}:              {op},
 		{Method: "GET", Path: "instances"}:                   {op},
 		{Method: "POST", Path: "instances"}:                  {op},
+		{Method: "GET", Path: "storage"}:                     {op},
 	}
 	for r, roles := range cluster.Access {
 		t[r] = roles

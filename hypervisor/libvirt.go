@@ -268,3 +268,33 @@ func DestroyInstances(ctx context.Context, socket string) (int, error) {
 	}
 	return n, nil
 }
+
+// IsOSDSecret says whether a libvirt secret is one nova-compute's libvirt-secret step
+// defines for a Ceph client (charts/nova: usage name "client.cinder (osd)"): osd reset
+// removes those only.
+func IsOSDSecret(usageID string) bool { return strings.HasSuffix(usageID, " (osd)") }
+
+// RemoveOSDSecrets undefines osd's Ceph secrets in the libvirt at socket (they outlive the
+// nova-compute pod: libvirt keeps them under /etc/libvirt/secrets) and returns how many.
+func RemoveOSDSecrets(ctx context.Context, socket string) (int, error) {
+	l, err := Connect(ctx, socket)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Disconnect()
+	secrets, _, err := l.ConnectListAllSecrets(1, 0)
+	if err != nil {
+		return 0, fmt.Errorf("list libvirt secrets: %w", err)
+	}
+	n := 0
+	for _, s := range secrets {
+		if !IsOSDSecret(s.UsageID) {
+			continue
+		}
+		if err := l.SecretUndefine(s); err != nil {
+			return n, fmt.Errorf("undefine libvirt secret %s: %w", s.UsageID, err)
+		}
+		n++
+	}
+	return n, nil
+}

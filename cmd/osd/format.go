@@ -110,6 +110,7 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 				fmt.Fprintf(tw, "  %s/%s\t%d/%d ready: %s\n", h.Kind, h.Name, h.Ready, h.Desired, h.Reason)
 			}
 		}
+		storageLines(tw, st.Storage)
 	}
 }
 

@@ -20,6 +20,7 @@ func newInitCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
 	var req api.InitRequest
 	var profile bool
+	var storageSize string
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Bring this host up as an osd cloud (idempotent: re-run it at any time)",
@@ -30,6 +31,9 @@ func newInitCmd(g *globals) *cobra.Command {
 			}
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", timeout)
+			}
+			if err := parseStorageSize(storageSize, &req); err != nil {
+				return err
 			}
 			unlock, err := client.LockInit(g.stateDir)
 			if err != nil {
@@ -49,6 +53,7 @@ func newInitCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.TunnelInterface, "tunnel-interface", "", "the interface that reaches the other nodes, for Geneve tunnels: on the userspace OVS datapath it moves into the bridge br-phy with its addresses (rolled back if the host loses connectivity); auto: the one holding the node's address; none: no bridge")
 	cmd.Flags().BoolVar(&req.KubernetesOnly, "kubernetes-only", false, "stop once the host and its embedded Kubernetes node are ready (no OpenStack)")
 	cmd.Flags().BoolVar(&profile, "profile", false, "at the end, print where the time went: every step, image and release by phase, and the critical path")
+	addStorageFlags(cmd, &req, &storageSize)
 	return cmd
 }
 

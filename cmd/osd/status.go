@@ -14,6 +14,7 @@ type statusView struct {
 	api.ServerInfo
 	Init       *api.InitState        `json:"init,omitempty"`
 	Deployment *api.DeploymentStatus `json:"deployment,omitempty"`
+	Storage    *api.StorageStatus    `json:"storage,omitempty"`
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -38,6 +39,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			if dep, err := c.Deployment(cmd.Context()); err == nil {
 				st.Deployment = &dep
+			}
+			if storage, err := c.Storage(cmd.Context()); err == nil {
+				st.Storage = &storage
 			}
 			return render(os.Stdout, format, st, statusTable(st))
 		},

@@ -17,6 +17,12 @@ type InitRequest struct {
 	// the interface holding the node's address; "none" takes the bridge away again. Empty
 	// keeps what an earlier osd init chose (at first: none, the node's address).
 	TunnelInterface string `json:"tunnel_interface,omitempty"`
+	// StorageBackend is StorageCeph, StorageLVM or StorageNone ("": the host probe's
+	// choice); it cannot change after the first init.
+	StorageBackend string `json:"storage_backend,omitempty"`
+	// StorageSize is the size in bytes of Ceph's OSD file or of the LVM volume group (0:
+	// from the free disk). At least MinStorageBytes; it can grow, never shrink.
+	StorageSize int64 `json:"storage_size_bytes,omitempty"`
 }
 
 // Converge states.

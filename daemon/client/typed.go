@@ -34,6 +34,11 @@ func (c *Client) Deployment(ctx context.Context) (api.DeploymentStatus, error) {
 	return query[api.DeploymentStatus](ctx, c, "GET", "deployment", nil)
 }
 
+// Storage is the block storage backend and, with Ceph, its health (GET /1.0/storage).
+func (c *Client) Storage(ctx context.Context) (api.StorageStatus, error) {
+	return query[api.StorageStatus](ctx, c, "GET", "storage", nil)
+}
+
 // Operation is one operation with its events (GET /1.0/operations/{id}).
 func (c *Client) Operation(ctx context.Context, id string) (api.Operation, error) {
 	return query[api.Operation](ctx, c, "GET", "operations/"+url.PathEscape(id), nil)

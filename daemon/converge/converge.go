@@ -25,6 +25,7 @@ import (
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/operations"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/storage"
 )
 
 // OperationKind is the kind of converge operations.
@@ -151,6 +152,11 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 	if rep.Failed {
 		return errors.New("preflight failed: fix the failed checks (osd preflight shows them) and run osd init again")
 	}
+	if err := storage.Decide(ctx, s.st, &rep.Decisions, rep.Facts); err != nil {
+		return err
+	}
+	dec = WireDecisions(rep.Decisions)
+	s.update(func(c *api.InitState) { c.Decision = &dec })
 	if err := RecordSysctls(ctx, s.st); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/storage"
 	"github.com/osdcloud/osd/netsetup"
 )
 
@@ -40,6 +42,9 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		how := map[string]string{state.JoinJoining: "joining", state.JoinMember: "a member of"}[st]
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this host is %s a cluster (osd join): osd init would make it a second, separate cloud; run osd reset first to leave", how))
 	}
+	if err := storage.CheckRequest(ctx, s.st, req, probeDecisions(s.st.Cfg)); err != nil {
+		return rest.ErrorResponse(err)
+	}
 	goal := state.GoalOpenStack
 	if req.KubernetesOnly {
 		goal = state.GoalKubernetes
@@ -58,6 +63,9 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		}
 	}
 	if err := s.st.Set(ctx, state.KeyGoal, goal); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if err := storage.RecordRequest(ctx, s.st, req); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if err := s.st.Set(ctx, state.KeyInitialized, "true"); err != nil {
@@ -121,4 +129,13 @@ func (s *Service) getJournal(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	return rest.SyncResponse(entries)
+}
+
+// probeDecisions probes this host and says what preflight would decide (osd init
+// --storage lvm is refused where LVM cannot serve volumes).
+func probeDecisions(cfg state.Config) func(context.Context) preflight.Decisions {
+	return func(ctx context.Context) preflight.Decisions {
+		f, _ := preflight.Probe(ctx, PreflightConfig(cfg))
+		return preflight.Decide(f)
+	}
 }

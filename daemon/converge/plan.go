@@ -12,6 +12,7 @@ import (
 	"github.com/osdcloud/osd/bootstrap"
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/storage"
 	"github.com/osdcloud/osd/hypervisor"
 	"github.com/osdcloud/osd/netsetup"
 )
@@ -54,7 +55,11 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 			if dec.StorageBackend != "lvm" {
 				return false, "skipped: " + dec.StorageBackendReason, nil
 			}
-			changed, err := hypervisor.EnsureVolumeGroup(ctx, VGSpec(st.Cfg))
+			vg := VGSpec(st.Cfg)
+			if c := storage.Current(ctx, st); c.Size > 0 {
+				vg.SizeBytes = c.Size // osd init --storage-size, or the size osd chose
+			}
+			changed, err := hypervisor.EnsureVolumeGroup(ctx, vg)
 			return changed, "", err
 		}},
 	}

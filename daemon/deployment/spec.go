@@ -11,6 +11,7 @@ import (
 	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/storage"
 )
 
 // PublicURL is the public address of service's port (as the catalog decides it) on this
@@ -72,7 +73,9 @@ func (s *Service) Spec() (deploy.DeploymentSpec, error) {
 		}},
 	}
 	SetNodePorts(spec.Services, deploy.DefaultCatalog())
-	return spec, nil
+	site := storage.Site{NodeName: s.st.Cfg.NodeName, StateDir: s.st.Cfg.StateDir, PublicIP: s.st.Cfg.PublicIP(),
+		KeystoneURL: s.KeystonePublicURL(), CinderURL: s.PublicURL("cinder", "public")}
+	return spec, storage.Apply(&spec, storage.Current(context.Background(), s.st), site)
 }
 
 // SetNodePorts puts every catalog port's NodePort into its service's overrides, at the

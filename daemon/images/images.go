@@ -32,7 +32,10 @@ var DeployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "open
 
 // Service is the image resource of one daemon.
 type Service struct {
-	st       *state.State
+	st *state.State
+	// More, when set, names the images the deployment needs beyond DeployImages (those of
+	// the storage backend).
+	More     func(ctx context.Context) []string
 	once     sync.Once
 	builder  *bimages.Builder
 	busy     sync.Mutex // one image build or bundle import at a time
@@ -216,22 +219,31 @@ func (s *Service) Steps(detail func(string)) []bootstrap.Step {
 	}
 }
 
+// names are the images the deployment needs: DeployImages and More's.
+func (s *Service) names(ctx context.Context) []string {
+	if s.More == nil {
+		return DeployImages
+	}
+	return append(append([]string(nil), DeployImages...), s.More(ctx)...)
+}
+
 // buildImages is the image-build step.
 func (s *Service) buildImages(ctx context.Context, detail func(string)) (changed bool, msg string, err error) {
 	s.busy.Lock()
 	defer s.busy.Unlock()
 	defer s.stepRunning()(&err)
 	imp := s.newImporter(ctx)
+	names := s.names(ctx)
 	b := s.Builder()
 	b.Progress = buildReporter(detail)
 	b.Built = func(r bimages.Result) {
 		s.recordBuild(r)
-		if slices.Contains(DeployImages, r.Name) {
+		if slices.Contains(names, r.Name) {
 			imp.add(r.Name)
 		}
 	}
 	defer func() { b.Progress, b.Built = nil, nil }()
-	results, err := b.BuildAll(ctx, DeployImages...)
+	results, err := b.BuildAll(ctx, names...)
 	imp.close()
 	if err != nil {
 		return false, "", err
@@ -261,12 +273,13 @@ func (s *Service) importImages(ctx context.Context, detail func(string)) (change
 		}
 		early = n
 	}
-	imported, err := s.ImportStored(ctx, DeployImages...)
+	names := s.names(ctx)
+	imported, err := s.ImportStored(ctx, names...)
 	if err != nil {
 		return early > 0, "", err
 	}
 	n := early + len(imported)
-	return n > 0, fmt.Sprintf("%d imported into containerd (%d while building), %d there already", n, early, len(DeployImages)-n), nil
+	return n > 0, fmt.Sprintf("%d imported into containerd (%d while building), %d there already", n, early, len(names)-n), nil
 }
 
 // ImportStored imports the named stored images whose digest containerd does not have,

@@ -105,9 +105,9 @@ func stopByPidfile(pidfile string) bool {
 const novaStateDir = "/var/lib/nova"
 
 // cloud removes what the cloud left on the host outside osd's own directories: Nova's
-// guests in the host's libvirt, OVN's integration bridge, the metadata agent's namespaces,
-// the routes to other nodes' pods and Nova's instance files. It runs while libvirtd and
-// Open vSwitch still run.
+// guests and osd's Ceph secrets in the host's libvirt, OVN's integration bridge, the
+// metadata agent's namespaces, the routes to other nodes' pods and Nova's instance files.
+// It runs while libvirtd and Open vSwitch still run.
 func cloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
 	var errs []error
 	if fileExists(hypervisor.DefaultLibvirtSocket) {
@@ -117,6 +117,11 @@ func cloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
 		}
 		if n > 0 {
 			fmt.Fprintf(out, "destroyed %d instances\n", n)
+		}
+		if n, err := hypervisor.RemoveOSDSecrets(ctx, hypervisor.DefaultLibvirtSocket); err != nil {
+			errs = append(errs, err)
+		} else if n > 0 {
+			fmt.Fprintf(out, "removed %d libvirt secrets of Ceph clients\n", n)
 		}
 	}
 	if fileExists(ovsSocket) {

@@ -34,6 +34,14 @@ const (
 	KeyTunnelWanted Key = "host.tunnel_interface"
 	// KeyJoin is this node's join: JoinJoining, JoinMember or JoinRemoved.
 	KeyJoin Key = "join.state"
+	// KeyStorageWanted and KeyStorageSizeWanted are what osd init asked for (--storage,
+	// --storage-size in bytes); KeyStorageBackend (api.StorageCeph, ...), KeyStorageReason
+	// and KeyStorageSize (bytes) what the first converge decided (the size grows when asked).
+	KeyStorageWanted     Key = "init.storage_backend"
+	KeyStorageSizeWanted Key = "init.storage_size_bytes"
+	KeyStorageBackend    Key = "storage.backend"
+	KeyStorageReason     Key = "storage.reason"
+	KeyStorageSize       Key = "storage.size_bytes"
 )
 
 // Values of KeyGoal.

@@ -1,0 +1,124 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/preflight"
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/store"
+)
+
+const gib = int64(1) << 30
+
+// testState is a state with only its store (in memory): enough for the storage
+// decisions, which touch nothing else.
+func testState(t *testing.T) *state.State {
+	t.Helper()
+	db, err := store.OpenMemory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &state.State{DB: db, Cfg: state.Config{StateDir: t.TempDir(), NodeName: "node1", NodeIP: "10.0.0.5"}}
+}
+
+func TestDecide(t *testing.T) {
+	ctx := context.Background()
+	probe := preflight.Decisions{StorageBackend: api.StorageCeph, StorageBackendReason: "no device-mapper"}
+	facts := preflight.Facts{DiskFreeBytes: 80 * gib}
+
+	st := testState(t)
+	dec := probe
+	if err := Decide(ctx, st, &dec, facts); err != nil {
+		t.Fatal(err)
+	}
+	if c := Current(ctx, st); c != (Choice{Backend: "ceph", Reason: "no device-mapper", Size: 20 * gib}) || dec.StorageBackend != "ceph" {
+		t.Errorf("first converge: Current = %+v, decisions %s; want ceph from the probe, a quarter of 80 GiB", c, dec.StorageBackend)
+	}
+	// Later converges keep what was decided, whatever the probe and the disk say now.
+	dec = preflight.Decisions{StorageBackend: api.StorageLVM, StorageBackendReason: "device-mapper loaded"}
+	if err := Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 8 * gib}); err != nil {
+		t.Fatal(err)
+	}
+	if c := Current(ctx, st); c.Backend != "ceph" || c.Size != 20*gib || dec.StorageBackend != "ceph" {
+		t.Errorf("second converge: Current = %+v (decisions %s), want ceph and 20 GiB kept", c, dec.StorageBackend)
+	}
+
+	// osd init --storage lvm --storage-size 30G: recorded, then used by the converge.
+	st = testState(t)
+	if err := RecordRequest(ctx, st, api.InitRequest{StorageBackend: "lvm", StorageSize: 30 * gib}); err != nil {
+		t.Fatal(err)
+	}
+	dec = probe
+	if err := Decide(ctx, st, &dec, facts); err != nil {
+		t.Fatal(err)
+	}
+	if c := Current(ctx, st); c.Backend != "lvm" || c.Size != 30*gib || !strings.Contains(c.Reason, "osd init --storage lvm (the host probe said ceph") {
+		t.Errorf("asked for lvm, 30 GiB: Current = %+v", c)
+	}
+
+	// Not enough disk for the default: the converge fails with the reason.
+	st = testState(t)
+	dec = probe
+	if err := Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 2 * gib}); err == nil || !strings.Contains(err.Error(), "block storage needs at least 4.0 GiB") {
+		t.Errorf("Decide(2 GiB free) = %v, want the minimum refused", err)
+	}
+
+	// Before any converge: none, and why.
+	if c := Current(ctx, testState(t)); c.Backend != api.StorageNone || !strings.Contains(c.Reason, "not decided yet") {
+		t.Errorf("Current(fresh) = %+v, want none, not decided yet", c)
+	}
+}
+
+func TestCheckRequest(t *testing.T) {
+	ctx := context.Background()
+	st := testState(t)
+	probe := func(context.Context) preflight.Decisions {
+		return preflight.Decisions{StorageBackend: api.StorageCeph, StorageBackendReason: "no device-mapper"}
+	}
+	for _, tt := range []struct {
+		req  api.InitRequest
+		want error
+		msg  string
+	}{
+		{req: api.InitRequest{}},
+		{req: api.InitRequest{StorageBackend: "ceph", StorageSize: 5 * gib}},
+		{req: api.InitRequest{StorageBackend: "none"}},
+		{req: api.InitRequest{StorageBackend: "zfs"}, want: rest.ErrBadRequest, msg: `storage backend "zfs": want ceph, lvm or none`},
+		{req: api.InitRequest{StorageBackend: "lvm"}, want: rest.ErrBadRequest, msg: "this host cannot serve LVM volumes: no device-mapper"},
+		{req: api.InitRequest{StorageSize: 1 * gib}, want: rest.ErrBadRequest, msg: "below the minimum of 4.0 GiB"},
+		{req: api.InitRequest{StorageSize: 1 << 60}, want: rest.ErrBadRequest, msg: "does not fit"},
+	} {
+		err := CheckRequest(ctx, st, tt.req, probe)
+		if (tt.want == nil) != (err == nil) || (tt.want != nil && (!errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg))) {
+			t.Errorf("CheckRequest(%+v) = %v, want %v %q", tt.req, err, tt.want, tt.msg)
+		}
+	}
+	// After the first init: the backend cannot change, the size cannot shrink.
+	dec := preflight.Decisions{StorageBackend: "ceph"}
+	if err := Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 80 * gib}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckRequest(ctx, st, api.InitRequest{StorageBackend: "none"}, probe); !errors.Is(err, rest.ErrConflict) || !strings.Contains(err.Error(), "needs osd reset first") {
+		t.Errorf("CheckRequest(another backend) = %v, want a conflict", err)
+	}
+	if err := CheckRequest(ctx, st, api.InitRequest{StorageSize: 10 * gib}, probe); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "can grow but not shrink") {
+		t.Errorf("CheckRequest(smaller) = %v, want refused", err)
+	}
+	if err := CheckRequest(ctx, st, api.InitRequest{StorageBackend: "ceph"}, probe); err != nil {
+		t.Errorf("CheckRequest(the same backend again) = %v, want accepted", err)
+	}
+}
+
+func TestImages(t *testing.T) {
+	for backend, want := range map[string]int{api.StorageCeph: 1, api.StorageLVM: 0, api.StorageNone: 0} {
+		if got := Images(Choice{Backend: backend}); len(got) != want {
+			t.Errorf("Images(%s) = %v, want %d", backend, got, want)
+		}
+	}
+}
