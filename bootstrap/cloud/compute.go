@@ -73,6 +73,9 @@ type ServerRequest struct {
 	KeyName   string // keypair, "" for none
 	// ConfigDrive asks for a config drive (the metadata on a disk, label config-2).
 	ConfigDrive bool
+	// BootVolumeGB boots from a new volume of this size made from ImageID (deleted with
+	// the server) instead of a local disk; 0 boots from the image.
+	BootVolumeGB int
 }
 
 // CreateServer asks Nova for a server; it answers with its ID at once.
@@ -89,6 +92,11 @@ func (c *Client) CreateServer(ctx context.Context, r ServerRequest) (Server, err
 	}
 	if r.ConfigDrive {
 		server["config_drive"] = true
+	}
+	if r.BootVolumeGB > 0 {
+		server["imageRef"] = ""
+		server["block_device_mapping_v2"] = []map[string]any{{"boot_index": 0, "uuid": r.ImageID, "source_type": "image",
+			"destination_type": "volume", "volume_size": r.BootVolumeGB, "delete_on_termination": true}}
 	}
 	body := map[string]any{"server": server}
 	if err := c.do(ctx, "POST", compute, "servers", nil, body, &out); err != nil {

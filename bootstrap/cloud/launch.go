@@ -60,12 +60,16 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 	req, fl, img, tenant := tg.Request, tg.Flavor, tg.Image, tg.Network
 	res := LaunchResult{Name: req.Name, Key: req.Key}
 	start := time.Now()
-	srv, err := c.CreateServer(ctx, ServerRequest{Name: req.Name, ImageID: img.ID, FlavorID: fl.ID, NetworkID: tenant.ID, KeyName: req.Key})
+	srv, err := c.CreateServer(ctx, ServerRequest{Name: req.Name, ImageID: img.ID, FlavorID: fl.ID, NetworkID: tenant.ID, KeyName: req.Key, BootVolumeGB: req.VolumeGB})
 	if err != nil {
 		return res, fmt.Errorf("create server %s: %w", req.Name, err)
 	}
 	res.ID, res.Status = srv.ID, "BUILD"
-	emit(fmt.Sprintf("server %s (%s): created with %s, image %s, network %s, keypair %s", req.Name, srv.ID, fl.Name, img.Name, tenant.Name, req.Key))
+	boot := ""
+	if req.VolumeGB > 0 {
+		boot = fmt.Sprintf(", booting from a new %d GiB volume", req.VolumeGB)
+	}
+	emit(fmt.Sprintf("server %s (%s): created with %s, image %s, network %s, keypair %s%s", req.Name, srv.ID, fl.Name, img.Name, tenant.Name, req.Key, boot))
 	if req.NoWait {
 		res.Reach = "osd launch returned at once (--no-wait): openstack server show " + srv.ID
 		return res, nil

@@ -36,6 +36,7 @@ type fakeCloud struct {
 	reads      int
 	created    map[string]any
 	floatingIP map[string]any
+	volumes    bool // the catalog has block storage (volumev3)
 }
 
 func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
@@ -53,6 +54,9 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 		var cat []CatalogEntry
 		for _, s := range []struct{ typ, path string }{{"compute", "/compute/v2.1"}, {"image", "/image"}, {"network", "/network"}} {
 			cat = append(cat, CatalogEntry{Type: s.typ, Endpoints: []Endpoint{{Interface: "public", Region: "RegionOne", URL: f.srv.URL + s.path}}})
+		}
+		if f.volumes {
+			cat = append(cat, CatalogEntry{Type: "volumev3", Endpoints: []Endpoint{{Interface: "public", Region: "RegionOne", URL: f.srv.URL + "/volume/v3/p"}}})
 		}
 		js(201, map[string]any{"token": map[string]any{"expires_at": time.Now().Add(time.Hour), "project": map[string]string{"id": "p"}, "catalog": cat}})
 	case p == "GET /compute/v2.1/os-keypairs":
@@ -266,6 +270,8 @@ func TestResolveRefusesWhatTheCloudLacks(t *testing.T) {
 		{"network not UTF-8", LaunchRequest{Network: "\xff"}, "not valid UTF-8"},
 		{"huge network", LaunchRequest{Network: strings.Repeat("n", 256)}, "longer than 255 bytes"},
 		{"keypair with a slash", LaunchRequest{Key: "a/b"}, `keypair "a/b"`},
+		{"boot volume without block storage", LaunchRequest{VolumeGB: 1}, "this cloud has no block storage: osd status shows its storage backend"},
+		{"negative boot volume", LaunchRequest{VolumeGB: -1}, "boot volume of -1 GiB: want a positive size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.created = nil

@@ -67,6 +67,9 @@ func ValidateLaunch(r LaunchRequest) error {
 	if !validKeyName.MatchString(r.Key) {
 		return fmt.Errorf("%w: keypair %q: want letters, digits, ' ', '.', '_', '@' or '-' (at most 255)", ErrBadLaunch, r.Key)
 	}
+	if r.VolumeGB < 0 {
+		return fmt.Errorf("%w: boot volume of %d GiB: want a positive size", ErrBadLaunch, r.VolumeGB)
+	}
 	return nil
 }
 
@@ -106,6 +109,11 @@ func (l Launcher) Resolve(ctx context.Context, req LaunchRequest) (LaunchTarget,
 		return tg, err
 	}
 	c := l.Client
+	if req.VolumeGB > 0 {
+		if _, err := c.Endpoint("volumev3"); err != nil {
+			return tg, fmt.Errorf("%w: boot from a volume: %v (this cloud has no block storage: osd status shows its storage backend)", ErrBadLaunch, err)
+		}
+	}
 	flavors, err := c.ListFlavors(ctx)
 	if err != nil {
 		return tg, fmt.Errorf("list flavors: %w", err)

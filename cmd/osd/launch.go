@@ -17,7 +17,7 @@ import (
 
 func newLaunchCmd(g *globals) *cobra.Command {
 	var req api.LaunchRequest
-	var format string
+	var format, volume string
 	cmd := &cobra.Command{
 		Use:   "launch [NAME]",
 		Short: "Boot a test server (m1.tiny, image osd-test, network osd-net, keypair osd-key), give it a floating IP and wait until it answers ping and SSH",
@@ -38,6 +38,9 @@ network or keypair that does not exist is refused before anything is created.`,
 			}
 			if len(args) == 1 {
 				req.Name = args[0]
+			}
+			if err := parseVolumeSize(volume, &req); err != nil {
+				return err
 			}
 			c := g.client()
 			var op api.Operation
@@ -75,6 +78,7 @@ network or keypair that does not exist is refused before anything is created.`,
 	f.StringVar(&req.Key, "key", "", "keypair for the server (default osd-key, made by osd init)")
 	f.BoolVar(&req.NoWait, "no-wait", false, "return once Nova accepted the server (no floating IP, no ping)")
 	f.StringVar(&format, "format", "table", "output format: table or json")
+	f.StringVar(&volume, "volume", "", "boot from a new Cinder volume of this many GiB made from the image, e.g. 1 or 1G (deleted with the server)")
 	return cmd
 }
 

@@ -33,6 +33,24 @@ func parseStorageSize(s string, req *api.InitRequest) error {
 	return nil
 }
 
+// parseVolumeSize reads osd launch --volume into whole GiB (rounded up: Cinder sizes
+// volumes in GiB); a plain number is GiB, as in openstack volume create --size.
+func parseVolumeSize(s string, req *api.LaunchRequest) error {
+	if s == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(s); err == nil && n > 0 {
+		req.VolumeGB = n
+		return nil
+	}
+	n, err := api.ParseSize(s)
+	if err != nil {
+		return fmt.Errorf("--volume: %w", err)
+	}
+	req.VolumeGB = int((n + 1<<30 - 1) >> 30)
+	return nil
+}
+
 func gibText(b int64) string {
 	return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
 }

@@ -42,3 +42,18 @@ func TestStatusTableStorage(t *testing.T) {
 		}
 	}
 }
+
+func TestParseVolumeSize(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "1G": 1, "1": 1, "10": 10, "1.5G": 2, "10GiB": 10, "512M": 1} {
+		var req api.LaunchRequest
+		if err := parseVolumeSize(in, &req); err != nil || req.VolumeGB != want {
+			t.Errorf("parseVolumeSize(%q) = %d, %v, want %d GiB", in, req.VolumeGB, err, want)
+		}
+	}
+	for _, in := range []string{"big", "0", "-1"} {
+		var req api.LaunchRequest
+		if err := parseVolumeSize(in, &req); err == nil || !strings.Contains(err.Error(), "--volume") {
+			t.Errorf("parseVolumeSize(%q) = %v, want an error naming --volume", in, err)
+		}
+	}
+}

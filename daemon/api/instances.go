@@ -9,6 +9,9 @@ type LaunchRequest struct {
 	Network string `json:"network,omitempty"` // name or ID; default osd-net
 	Key     string `json:"key,omitempty"`     // keypair; default osd-key
 	NoWait  bool   `json:"no_wait,omitempty"` // return once Nova accepted the server
+	// VolumeGB boots from a new Cinder volume of this many GiB made from the image
+	// (osd launch --volume), deleted with the server; 0 boots from the image.
+	VolumeGB int `json:"volume_gb,omitempty"`
 }
 
 // LaunchResult is the result of a launch operation: where the server is and how to
