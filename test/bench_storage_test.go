@@ -1,0 +1,174 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkStorage measures block storage on a deployed cloud (make bench with OSD_E2E=1):
+// volume create and attach latency (p50 of 5), a server booted from a volume against one
+// booted from the image (create to ACTIVE, and to its floating IP's ping), sequential
+// writes through a guest's volume (QEMU's RBD driver, as the guest's disk requests go)
+// against the same amount written into a file on the host's disk, and the idle memory
+// (PSS) of the Ceph and Cinder pods and of the whole stack.
+func BenchmarkStorage(b *testing.B) {
+	requireE2E(b)
+	if os.Getenv("OSD_BENCH") == "" {
+		b.Skip("set OSD_BENCH=1 as well (make bench)")
+	}
+	hostToItself(b) // a fresh deployment of its own, not the shared cloud
+	n := newNode(b)
+	n.start()
+	if out, err := n.osd("init", "--timeout", "60m"); err != nil {
+		b.Fatalf("osd init: %v\n%s", err, out)
+	}
+	time.Sleep(60 * time.Second) // idle
+	for _, pods := range []struct{ name, selector string }{
+		{"ceph", "app.kubernetes.io/instance=ceph"}, {"cinder", "app.kubernetes.io/instance=cinder"},
+		{"ceph-mon", "app.kubernetes.io/instance=ceph,app.kubernetes.io/component=mon"},
+		{"ceph-mgr", "app.kubernetes.io/instance=ceph,app.kubernetes.io/component=mgr"},
+		{"ceph-osd", "app.kubernetes.io/instance=ceph,app.kubernetes.io/component=osd"},
+	} {
+		kib, err := n.podsPSS(pods.selector)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(kib)/1024, "MiB-pss-"+pods.name)
+	}
+	b.ReportMetric(float64(stackPSS(n))/1024, "MiB-stack-pss")
+
+	var creates, attaches []time.Duration
+	srv, _ := n.createServer(b, "bench-st-a", "--image", "osd-test")
+	defer n.openstack("server", "delete", "--wait", srv)
+	var vols []string
+	defer func() {
+		for _, v := range vols {
+			n.openstack("volume", "delete", v)
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		v, took := n.createVolume(b, fmt.Sprintf("bench-st-%d", i), 1)
+		vols = append(vols, v)
+		creates = append(creates, took)
+	}
+	for _, v := range vols[:3] {
+		attaches = append(attaches, n.attach(b, srv, v))
+		n.detach(b, srv, v)
+	}
+	b.ReportMetric(p50(creates).Seconds(), "s-volume-create-p50")
+	b.ReportMetric(p50(attaches).Seconds(), "s-volume-attach-p50")
+
+	// Boot from the image and from a volume made from it: create to ACTIVE and to ping.
+	boot := func(name string, args ...string) (active, ping time.Duration) {
+		t0 := time.Now()
+		id, _ := n.createServer(b, name, args...)
+		active = time.Since(t0)
+		fip := n.value(b, "floating", "ip", "create", "external", "-f", "value", "-c", "floating_ip_address")
+		defer n.openstack("floating", "ip", "delete", fip)
+		defer n.openstack("server", "delete", "--wait", id)
+		if out, err := n.openstack("server", "add", "floating", "ip", id, fip); err != nil {
+			b.Fatalf("add floating ip: %v\n%s", err, out)
+		}
+		if _, err := waitPing(fip, 5*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		return active, time.Since(t0)
+	}
+	imgActive, imgPing := boot("bench-st-image", "--image", "osd-test")
+	volActive, volPing := boot("bench-st-bfv", "--image", "osd-test", "--boot-from-volume", "1")
+	b.ReportMetric(imgActive.Seconds(), "s-boot-image-active")
+	b.ReportMetric(volActive.Seconds(), "s-boot-volume-active")
+	b.ReportMetric(imgPing.Seconds(), "s-boot-image-ping")
+	b.ReportMetric(volPing.Seconds(), "s-boot-volume-ping")
+	b.ReportMetric(volPing.Seconds()/imgPing.Seconds(), "x-boot-volume-vs-image")
+
+	// Sequential write of 256 MiB through the guest's volume against a file on the host.
+	n.attach(b, srv, vols[4])
+	dom := n.domain(b, srv)
+	out := qemuIO(b, dom, diskAlias(b, dom, vols[4]), "write -P 0x5a 0 256M")
+	guestMBps := qemuIORate(out)
+	file := filepath.Join(n.stateDir, "bench-write.img")
+	defer os.Remove(file)
+	t0 := time.Now()
+	if out, err := exec.Command("dd", "if=/dev/zero", "of="+file, "bs=1M", "count=256", "conv=fsync").CombinedOutput(); err != nil {
+		b.Fatalf("dd: %v\n%s", err, out)
+	}
+	hostMBps := 256 / time.Since(t0).Seconds()
+	b.ReportMetric(guestMBps, "MiB/s-write-volume")
+	b.ReportMetric(hostMBps, "MiB/s-write-host-file")
+	b.ReportMetric(guestMBps/hostMBps, "x-volume-vs-host-write")
+	n.detach(b, srv, vols[4])
+	fmt.Printf("storage: volume create p50 %s, attach p50 %s; boot ACTIVE image %s volume %s, ping image %s volume %s; write volume %.0f MiB/s host file %.0f MiB/s\n",
+		p50(creates).Round(time.Millisecond), p50(attaches).Round(time.Millisecond), imgActive.Round(time.Millisecond), volActive.Round(time.Millisecond),
+		imgPing.Round(time.Millisecond), volPing.Round(time.Millisecond), guestMBps, hostMBps)
+}
+
+func p50(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// qemuIORate reads qemu-io's "(X MiB/sec and ...)" summary.
+func qemuIORate(out string) float64 {
+	m := regexp.MustCompile(`\(([0-9.]+) (KiB|MiB|GiB)/sec`).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	switch m[2] {
+	case "KiB":
+		v /= 1024
+	case "GiB":
+		v *= 1024
+	}
+	return v
+}
+
+// podsPSS sums the PSS (KiB) of the processes of the pods matching selector, found by
+// the pod's uid in their cgroup path.
+func (n *node) podsPSS(selector string) (int, error) {
+	out, err := n.kubectl("-n", "openstack", "get", "pods", "-l", selector, "-o", "jsonpath={.items[*].metadata.uid}")
+	if err != nil {
+		return 0, fmt.Errorf("pods %s: %v: %s", selector, err, out)
+	}
+	uids := strings.Fields(out)
+	if len(uids) == 0 {
+		return 0, fmt.Errorf("no pods %s", selector)
+	}
+	total := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		mine := false
+		for _, u := range uids {
+			mine = mine || strings.Contains(string(cg), u) || strings.Contains(string(cg), strings.ReplaceAll(u, "-", "_"))
+		}
+		if !mine {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "Pss:" {
+				v, _ := strconv.Atoi(f[1])
+				total += v
+			}
+		}
+	}
+	return total, nil
+}
