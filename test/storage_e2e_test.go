@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/storage"
 )
 
 // Block storage on the shared cloud: the backend the host probe chose (Ceph on hosts
@@ -249,19 +250,19 @@ outputs:
 		if t.Failed() {
 			return
 		}
-		var after cephDF
+		var after storage.DF
 		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Second) {
 			after = n.cephDF(t)
-			if after.stored("volumes") <= base.stored("volumes") && after.stored("backups") <= base.stored("backups") {
+			if after.Stored("volumes") <= base.Stored("volumes") && after.Stored("backups") <= base.Stored("backups") {
 				break
 			}
 		}
 		for _, p := range []string{"volumes", "backups", "vms"} {
-			if after.stored(p) > base.stored(p) {
-				t.Errorf("pool %s stores %d bytes after deleting everything, %d before the tests", p, after.stored(p), base.stored(p))
+			if after.Stored(p) > base.Stored(p) {
+				t.Errorf("pool %s stores %d bytes after deleting everything, %d before the tests", p, after.Stored(p), base.Stored(p))
 			}
 		}
-		t.Logf("used %d -> %d bytes (raw), pools volumes %d, backups %d", base.Stats.Used, after.Stats.Used, after.stored("volumes"), after.stored("backups"))
+		t.Logf("used %d -> %d bytes (raw), pools volumes %d, backups %d", base.Stats.Used, after.Stats.Used, after.Stored("volumes"), after.Stored("backups"))
 	})
 
 	t.Run("--storage-size below the minimum is refused before anything is made", func(t *testing.T) {
@@ -322,35 +323,25 @@ func (c *storageCleanup) run(t *testing.T) {
 			t.Errorf("server delete %s: %v\n%s", s, err, out)
 		}
 	}
-	for _, b := range c.backups {
-		n.openstack("volume", "backup", "delete", b)
-	}
-	for _, b := range c.backups {
-		waitGone(t, n, []string{"volume", "backup"}, b)
-	}
-	for _, v := range c.clones {
-		n.openstack("volume", "delete", v)
-	}
-	for _, v := range c.clones {
-		waitGone(t, n, []string{"volume"}, v)
-	}
-	for _, s := range c.snapshots {
-		n.openstack("volume", "snapshot", "delete", s)
-	}
-	for _, s := range c.snapshots {
-		waitGone(t, n, []string{"volume", "snapshot"}, s)
-	}
-	for _, v := range c.volumes {
-		n.openstack("volume", "delete", v)
-	}
-	for _, v := range c.volumes {
-		waitGone(t, n, []string{"volume"}, v)
-	}
+	deleteAll(t, n, []string{"volume", "backup"}, c.backups)
+	deleteAll(t, n, []string{"volume"}, c.clones)
+	deleteAll(t, n, []string{"volume", "snapshot"}, c.snapshots)
+	deleteAll(t, n, []string{"volume"}, c.volumes)
 	for _, f := range c.fips {
 		n.openstack("floating", "ip", "delete", f)
 	}
 	if out, _ := n.openstack("volume", "list", "--all-projects", "-f", "value", "-c", "ID", "-c", "Name", "-c", "Status"); strings.TrimSpace(out) != "" {
 		t.Errorf("volumes left after the cleanup:\n%s", out)
+	}
+}
+
+// deleteAll deletes every id of kind at once, then waits until each is gone.
+func deleteAll(t *testing.T, n *node, kind []string, ids []string) {
+	for _, id := range ids {
+		n.openstack(append(append([]string{}, kind...), "delete", id)...)
+	}
+	for _, id := range ids {
+		waitGone(t, n, kind, id)
 	}
 }
 

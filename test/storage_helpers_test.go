@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/osdcloud/osd/daemon/storage"
 )
 
 // Helpers of the block storage end-to-end checks: Cinder objects through Debian's
@@ -161,34 +163,10 @@ func (n *node) rbdSum(t testing.TB, volume string, mib int) string {
 	return strings.Fields(out)[0]
 }
 
-// cephDF is what `ceph df` says of the cluster and its pools.
-type cephDF struct {
-	Stats struct {
-		Total int64 `json:"total_bytes"`
-		Used  int64 `json:"total_used_raw_bytes"`
-		Avail int64 `json:"total_avail_bytes"`
-	} `json:"stats"`
-	Pools []struct {
-		Name  string `json:"name"`
-		Stats struct {
-			Stored  int64 `json:"stored"`
-			Objects int64 `json:"objects"`
-		} `json:"stats"`
-	} `json:"pools"`
-}
-
-func (d cephDF) stored(pool string) int64 {
-	for _, p := range d.Pools {
-		if p.Name == pool {
-			return p.Stats.Stored
-		}
-	}
-	return -1
-}
-
-func (n *node) cephDF(t testing.TB) cephDF {
+// cephDF is what `ceph df` says of the cluster and its pools, asked in the monitor's pod.
+func (n *node) cephDF(t testing.TB) storage.DF {
 	t.Helper()
-	var df cephDF
+	var df storage.DF
 	out := n.cephAdmin(t, "ceph", "df", "-f", "json")
 	if err := json.Unmarshal([]byte(out), &df); err != nil {
 		t.Fatalf("ceph df: %v\n%s", err, out)

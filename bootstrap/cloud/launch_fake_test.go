@@ -241,16 +241,22 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 // TestResolveRefusesWhatTheCloudLacks: every field is checked, and what the cloud does not
 // have is refused before anything is created, with an error wrapping ErrBadLaunch that
 // says what exists.
-func TestResolveRefusesWhatTheCloudLacks(t *testing.T) {
-	f := &fakeCloud{status: "ACTIVE"}
+// launcher serves f on loopback for the test and returns a Launcher logged in to it.
+func (f *fakeCloud) launcher(t *testing.T) Launcher {
+	t.Helper()
 	f.srv = httptest.NewServer(http.HandlerFunc(f.handler))
-	defer f.srv.Close()
-	ctx := context.Background()
-	c, err := Authenticate(ctx, Credentials{AuthURL: f.srv.URL + "/v3", Username: "admin", Password: "x", ProjectName: "admin"})
+	t.Cleanup(f.srv.Close)
+	c, err := Authenticate(context.Background(), Credentials{AuthURL: f.srv.URL + "/v3", Username: "admin", Password: "x", ProjectName: "admin"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Launcher{Client: c, Probe: &fakeProbe{}}
+	return Launcher{Client: c, Probe: &fakeProbe{}}
+}
+
+func TestResolveRefusesWhatTheCloudLacks(t *testing.T) {
+	f := &fakeCloud{status: "ACTIVE"}
+	l := f.launcher(t)
+	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
 		req  LaunchRequest

@@ -3,8 +3,6 @@ package cloud
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
@@ -14,14 +12,8 @@ import (
 // boots the real one.
 func TestBootFromVolume(t *testing.T) {
 	f := &fakeCloud{status: "ACTIVE", volumes: true}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.handler))
-	defer f.srv.Close()
+	l := f.launcher(t)
 	ctx := context.Background()
-	c, err := Authenticate(ctx, Credentials{AuthURL: f.srv.URL + "/v3", Username: "admin", Password: "x", ProjectName: "admin"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := Launcher{Client: c, Probe: &fakeProbe{}}
 	for _, tc := range []struct {
 		gb   int
 		want string // block_device_mapping_v2 as JSON, "null" for none

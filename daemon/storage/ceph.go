@@ -38,7 +38,8 @@ type cephStatus struct {
 	} `json:"osdmap"`
 }
 
-type cephDF struct {
+// DF is what `ceph df -f json` says of the cluster and its pools.
+type DF struct {
 	Stats struct {
 		Total int64 `json:"total_bytes"`
 		Used  int64 `json:"total_used_raw_bytes"`
@@ -52,6 +53,16 @@ type cephDF struct {
 			MaxAvail int64 `json:"max_avail"`
 		} `json:"stats"`
 	} `json:"pools"`
+}
+
+// Stored is the bytes pool stores (-1 when there is no such pool).
+func (d DF) Stored(pool string) int64 {
+	for _, p := range d.Pools {
+		if p.Name == pool {
+			return p.Stats.Stored
+		}
+	}
+	return -1
 }
 
 type cephPool struct {
@@ -71,7 +82,7 @@ func ParseCeph(out string, st *api.StorageStatus) error {
 	if err := json.Unmarshal([]byte(parts[0]), &s); err != nil {
 		return fmt.Errorf("ceph status: %w", err)
 	}
-	var df cephDF
+	var df DF
 	if err := json.Unmarshal([]byte(parts[1]), &df); err != nil {
 		return fmt.Errorf("ceph df: %w", err)
 	}
