@@ -31,19 +31,22 @@ func BenchmarkStorage(b *testing.B) {
 		b.Fatalf("osd init: %v\n%s", err, out)
 	}
 	time.Sleep(60 * time.Second) // idle
-	for _, pods := range []struct{ name, selector string }{
-		{"ceph", "app.kubernetes.io/instance=ceph"}, {"cinder", "app.kubernetes.io/instance=cinder"},
-		{"ceph-mon", "app.kubernetes.io/instance=ceph,app.kubernetes.io/component=mon"},
-		{"ceph-mgr", "app.kubernetes.io/instance=ceph,app.kubernetes.io/component=mgr"},
-		{"ceph-osd", "app.kubernetes.io/instance=ceph,app.kubernetes.io/component=osd"},
-	} {
-		kib, err := n.podsPSS(pods.selector)
-		if err != nil {
-			b.Fatal(err)
+	groups := pssGroups(n)
+	table, total := pssTable(groups)
+	sums := map[string]int{}
+	for g, kib := range groups {
+		for _, part := range []string{"ceph", "cinder"} {
+			if strings.HasPrefix(g, "openstack/"+part+"-") {
+				sums[part] += kib
+				b.ReportMetric(float64(kib)/1024, "MiB-pss-"+strings.TrimPrefix(g, "openstack/"))
+			}
 		}
-		b.ReportMetric(float64(kib)/1024, "MiB-pss-"+pods.name)
 	}
-	b.ReportMetric(float64(stackPSS(n))/1024, "MiB-stack-pss")
+	for part, kib := range sums {
+		b.ReportMetric(float64(kib)/1024, "MiB-pss-"+part)
+	}
+	b.ReportMetric(float64(total)/1024, "MiB-stack-pss")
+	fmt.Printf("storage: idle PSS by part of the stack:\n%s", table)
 
 	var creates, attaches []time.Duration
 	srv, _ := n.createServer(b, "bench-st-a", "--image", "osd-test")
@@ -131,44 +134,4 @@ func qemuIORate(out string) float64 {
 		v *= 1024
 	}
 	return v
-}
-
-// podsPSS sums the PSS (KiB) of the processes of the pods matching selector, found by
-// the pod's uid in their cgroup path.
-func (n *node) podsPSS(selector string) (int, error) {
-	out, err := n.kubectl("-n", "openstack", "get", "pods", "-l", selector, "-o", "jsonpath={.items[*].metadata.uid}")
-	if err != nil {
-		return 0, fmt.Errorf("pods %s: %v: %s", selector, err, out)
-	}
-	uids := strings.Fields(out)
-	if len(uids) == 0 {
-		return 0, fmt.Errorf("no pods %s", selector)
-	}
-	total := 0
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		mine := false
-		for _, u := range uids {
-			mine = mine || strings.Contains(string(cg), u) || strings.Contains(string(cg), strings.ReplaceAll(u, "-", "_"))
-		}
-		if !mine {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "Pss:" {
-				v, _ := strconv.Atoi(f[1])
-				total += v
-			}
-		}
-	}
-	return total, nil
 }
