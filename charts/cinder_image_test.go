@@ -113,6 +113,13 @@ sys.exit("not found on PATH %s: %s" % (os.environ.get("PATH"), missing) if missi
 	apiPod := c.deployments["api"].Spec.Template.Spec
 	main := containerByName(apiPod.Containers, "cinder-api")
 	logFile := filepath.Join(t.TempDir(), "cinder-api.log")
+	// Registered before start's own cleanup, so it runs after cinder-api was stopped.
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile)
+			t.Logf("cinder-api's log:\n%s", tail(string(b), 40))
+		}
+	})
 	cmd := command(main.Command, 0)
 	start(t, cmd.Args, cmd.Env, logFile)
 	base := fmt.Sprintf("http://127.0.0.1:%d", api)
