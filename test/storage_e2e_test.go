@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/storage"
 )
 
@@ -385,8 +386,10 @@ func (n *node) quotaGigabytes(t *testing.T) string {
 // checkStorageRestarts: a volume written from a running server's console keeps its data
 // when the daemon is stopped, started and re-converged, and when every Ceph and Cinder pod
 // is deleted and comes back; Ceph returns to HEALTH_OK and the volume reads the same in
-// Ceph and in the server that held it attached throughout. A cloud that does not come
-// back is marked broken.
+// Ceph and in the server that held it attached throughout. The daemon stops leaving the
+// workloads running (as for an upgrade): the power cut groups restart everything, here
+// the storage pods are restarted one by one on purpose. A cloud that does not come back
+// is marked broken.
 func checkStorageRestarts(t *testing.T, n *node) {
 	requireCeph(t, n)
 	cleanup := &storageCleanup{n: n}
@@ -400,6 +403,9 @@ func checkStorageRestarts(t *testing.T, n *node) {
 	want := disks.write(t, srv, vol, "osd-restart-"+vol[:8])
 	volumes := n.field(t, "volume", "list", "-f", "value", "-c", "ID")
 
+	if err := client.RequestKeepWorkloads(n.runDir); err != nil {
+		t.Fatal(err)
+	}
 	code, ok := n.stop(3 * time.Minute)
 	if !ok || code != 0 {
 		t.Errorf("daemon stop: exit %d, in time %v", code, ok)
