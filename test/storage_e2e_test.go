@@ -47,6 +47,9 @@ func requireCeph(t *testing.T, n *node) api.StorageStatus {
 	return st
 }
 
+// uuidInText finds UUIDs in a command's output.
+var uuidInText = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
 // md5Pattern is the md5 of mib MiB of the byte b, as rbdSum reports it.
 func md5Pattern(b byte, mib int) string {
 	h := md5.New()
@@ -63,10 +66,11 @@ func md5Pattern(b byte, mib int) string {
 // checkStorage: Ceph healthy with its one replica explained; the volume type and quotas of
 // day one; a volume attached to a running server, written through the server's disk,
 // detached, attached to a second server and read back; a snapshot and a volume from it; a
-// backup and its restore; a server booted from a volume (and osd launch --volume) that
-// answers ping; a Heat stack with a volume attached to a server; a volume larger than the
-// free space failing with Cinder's message; everything deleted and the space back in
-// Ceph's figures; --storage-size below the minimum or below the current size refused.
+// backup and its restore; a server booted from a new volume made from the image (osd
+// launch --volume) that answers ping; a Heat stack with a volume attached to a server; a
+// volume larger than the free space failing with Cinder's message; everything deleted and
+// the space back in Ceph's figures; --storage-size below the minimum or below the current
+// size refused.
 func checkStorage(t *testing.T, n *node) {
 	requireCeph(t, n)
 	t.Run("status", func(t *testing.T) {
@@ -164,28 +168,26 @@ func checkStorage(t *testing.T, n *node) {
 	})
 
 	t.Run("boot from volume answers ping", func(t *testing.T) {
-		bootVol, took := n.createVolume(t, "st-boot", 1, "--image", "osd-test")
-		cleanup.volumes = append(cleanup.volumes, bootVol)
-		t.Logf("volume from image available in %s", took.Round(time.Millisecond))
-		srv, active := n.createServer(t, "st-bfv", "--volume", bootVol)
-		cleanup.servers = append([]string{srv}, cleanup.servers...)
-		fip := n.field(t, "floating", "ip", "create", "external", "-f", "value", "-c", "floating_ip_address")
-		cleanup.fips = append(cleanup.fips, fip)
-		if out, err := n.openstack("server", "add", "floating", "ip", srv, fip); err != nil {
-			t.Fatalf("add floating ip: %v\n%s", err, out)
-		}
-		ping, err := waitPing(fip, 4*time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("server from volume ACTIVE in %s, answered ping %s later", active.Round(time.Millisecond), ping.Round(time.Millisecond))
+		// osd launch --volume: Nova makes the boot volume from the image (an RBD clone of
+		// Glance's image), the server reaches ACTIVE and its floating IP answers ping.
 		out, err := n.osd("launch", "--volume", "1", "st-launch")
 		cleanup.servers = append([]string{"st-launch"}, cleanup.servers...)
 		m := regexp.MustCompile(`floating IP\s+([0-9.]+)`).FindStringSubmatch(out)
-		if err != nil || m == nil || !strings.Contains(out, "booting from a new 1 GiB volume") {
-			t.Fatalf("osd launch --volume 1: %v\n%s", err, out)
+		if m != nil {
+			cleanup.fips = append(cleanup.fips, m[1])
 		}
-		cleanup.fips = append(cleanup.fips, m[1])
+		if err != nil || m == nil || !strings.Contains(out, "booting from a new 1 GiB volume") || !strings.Contains(out, "ping after") {
+			t.Fatalf("osd launch --volume 1: %v\n%s\nwant a server booted from a 1 GiB volume answering ping", err, out)
+		}
+		attached := n.field(t, "server", "show", "st-launch", "-f", "json", "-c", "volumes_attached")
+		ids := uuidInText.FindAllString(attached, -1)
+		if len(ids) != 1 {
+			t.Fatalf("st-launch's volumes_attached = %s, want its boot volume", attached)
+		}
+		if st := n.field(t, "volume", "show", ids[0], "-f", "value", "-c", "bootable", "-c", "size"); !strings.Contains(st, "true") {
+			t.Errorf("the boot volume %s: %s, want bootable", ids[0], st)
+		}
+		t.Logf("osd launch --volume 1:\n%s", out)
 	})
 
 	t.Run("heat stack with a volume attached to a server", func(t *testing.T) {
@@ -383,24 +385,19 @@ func (n *node) quotaGigabytes(t *testing.T) string {
 	return fmt.Sprint(quota["gigabytes"])
 }
 
-// checkStorageRestarts: a volume written from a running server's console keeps its data
-// when the daemon is stopped, started and re-converged, and when every Ceph and Cinder pod
-// is deleted and comes back; Ceph returns to HEALTH_OK and the volume reads the same in
-// Ceph and in the server that held it attached throughout. The daemon stops leaving the
-// workloads running (as for an upgrade): the power cut groups restart everything, here
-// the storage pods are restarted one by one on purpose. A cloud that does not come back
-// is marked broken.
+// checkStorageRestarts: a volume (made from the test image) keeps its data when the daemon
+// is stopped, started and re-converged, and when every Ceph and Cinder pod is deleted and
+// comes back; Ceph returns to HEALTH_OK and Cinder serves again (a clone of the volume
+// holds the same data). The daemon stops leaving the workloads running (as for an
+// upgrade): the power cut groups restart everything, here the storage pods are restarted
+// on purpose. A cloud that does not come back is marked broken.
 func checkStorageRestarts(t *testing.T, n *node) {
 	requireCeph(t, n)
 	cleanup := &storageCleanup{n: n}
 	defer cleanup.run(t)
-	srv, _ := n.createServer(t, "st-restart", "--image", "osd-test")
-	cleanup.servers = append(cleanup.servers, srv)
-	vol, _ := n.createVolume(t, "st-restart-vol", 1)
+	vol, _ := n.createVolume(t, "st-restart-vol", 1, "--image", "osd-test")
 	cleanup.volumes = append(cleanup.volumes, vol)
-	n.attach(t, srv, vol)
-	disks := &guestDisk{n: n}
-	want := disks.write(t, srv, vol, "osd-restart-"+vol[:8])
+	want := n.rbdSum(t, vol, 4)
 	volumes := n.field(t, "volume", "list", "-f", "value", "-c", "ID")
 
 	if err := client.RequestKeepWorkloads(n.runDir); err != nil {
@@ -436,10 +433,13 @@ func checkStorageRestarts(t *testing.T, n *node) {
 		t.Errorf("volumes after the restarts:\n%s\nwant\n%s", got, volumes)
 	}
 	if got := n.rbdSum(t, vol, 4); got != want {
-		t.Errorf("volume data md5 after the restarts %s, want %s", got, want)
+		t.Errorf("volume data md5 after the restarts %s, want %s (before)", got, want)
 	}
-	if got := disks.sum(t, srv, vol, want); got != want {
-		t.Errorf("read in %s after the restarts: md5 %s, want %s", srv, got, want)
+	// Cinder serves again: a new volume from the one kept.
+	clone, _ := n.createVolume(t, "st-restart-clone", 1, "--source", vol)
+	cleanup.clones = append(cleanup.clones, clone)
+	if got := n.rbdSum(t, clone, 4); got != want {
+		t.Errorf("a volume cloned after the restarts md5 %s, want %s", got, want)
 	}
 	var st api.StorageStatus
 	if err := n.query("storage", &st); err != nil || st.Health != "HEALTH_OK" {
