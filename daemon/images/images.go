@@ -22,7 +22,6 @@ import (
 	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/bootstrap/images/ctrimport"
 	"github.com/osdcloud/osd/daemon/api"
-	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 )
@@ -300,11 +299,11 @@ func (s *Service) ImportStored(ctx context.Context, names ...string) ([]string, 
 		if err != nil {
 			return imported, fmt.Errorf("image %s: %w", n, err)
 		}
-		have, err := k3s.ImageDigest(ctx, sock, st.Ref)
+		have, err := ctrimport.Imported(ctx, sock, st.Ref, st.Digest)
 		if err != nil {
 			return imported, err
 		}
-		if have == st.Digest {
+		if have {
 			s.setAvailable(n, true)
 			continue
 		}

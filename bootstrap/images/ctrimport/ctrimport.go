@@ -123,17 +123,51 @@ func importOne(ctx context.Context, c *containerd.Client, img v1.Image, ref stri
 	if err := setLabels(ctx, cs, target.Digest, labels); err != nil {
 		return err
 	}
+	// Unpack first, record last: a record means the image is ready to run. (A record made
+	// before the unpack outlived a daemon killed while it unpacked; the kubelet then unpacked
+	// the image itself, once for every pod creating a container, and each attempt that
+	// timed out on a loaded host left its partial snapshot on disk: tens of GB.)
 	record := cimages.Image{Name: ref, Target: target, Labels: map[string]string{PinnedLabel: "pinned"}}
+	if err := containerd.NewImage(c, record).Unpack(ctx, ""); err != nil {
+		return fmt.Errorf("unpack: %w", err)
+	}
 	is := c.ImageService()
 	if _, err := is.Create(ctx, record); errdefs.IsAlreadyExists(err) {
 		_, err = is.Update(ctx, record, "target", "labels")
-		if err != nil {
-			return err
-		}
+		return err
 	} else if err != nil {
 		return err
 	}
-	return containerd.NewImage(c, record).Unpack(ctx, "")
+	return nil
+}
+
+// Imported says whether the containerd at socket holds ref at the manifest digest want
+// and has unpacked it into the default snapshotter. A record alone is not enough: an
+// image recorded but not unpacked (by an earlier osd, or by a daemon killed at the wrong
+// moment) is imported again, which writes no blob that is there already and unpacks
+// only the layers that are not.
+func Imported(ctx context.Context, socket, ref, want string) (bool, error) {
+	c, err := containerd.New(socket, containerd.WithDefaultNamespace(Namespace), containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		return false, fmt.Errorf("connect to containerd %s: %w", socket, err)
+	}
+	defer c.Close()
+	ctx = namespaces.WithNamespace(ctx, Namespace)
+	img, err := c.GetImage(ctx, ref)
+	if errdefs.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if img.Target().Digest.String() != want {
+		return false, nil
+	}
+	ok, err := img.IsUnpacked(ctx, "")
+	if err != nil {
+		return false, fmt.Errorf("is %s unpacked: %w", ref, err)
+	}
+	return ok, nil
 }
 
 // setLabels makes sure a blob that was there already carries labels.

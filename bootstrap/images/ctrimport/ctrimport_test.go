@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	digest "github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/osdcloud/osd/bootstrap/images"
 )
@@ -265,4 +267,58 @@ func mustBytes(t *testing.T, l v1.Layer) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestImportedWantsUnpacked: an image containerd has a record of at the right digest but
+// has not unpacked (what a daemon killed while it unpacked, or an earlier osd, left) is not
+// Imported; importing it again unpacks it, and then it is.
+func TestImportedWantsUnpacked(t *testing.T) {
+	sock := startContainerd(t)
+	img, err := images.ImageFromFiles([]images.File{{Path: "etc/osd-unpack", Mode: 0o644, Data: []byte("x")}}, images.ImageConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ref = "localhost/osd/unpack:1"
+	d, _ := img.Digest()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if ok, err := Imported(ctx, sock, ref, d.String()); err != nil || ok {
+		t.Fatalf("Imported before the import = %v, %v; want false", ok, err)
+	}
+	if err := Import(ctx, sock, img, ref); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Imported(ctx, sock, ref, d.String()); err != nil || !ok {
+		t.Fatalf("Imported after the import = %v, %v; want true", ok, err)
+	}
+	if ok, err := Imported(ctx, sock, ref, "sha256:"+strings.Repeat("0", 64)); err != nil || ok {
+		t.Errorf("Imported at another digest = %v, %v; want false", ok, err)
+	}
+	// Take the unpacked layers away, keeping the record.
+	c, err := containerd.New(sock, containerd.WithDefaultNamespace(Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nctx := namespaces.WithNamespace(ctx, Namespace)
+	cimg, err := c.GetImage(nctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffIDs, err := cimg.RootFS(nctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SnapshotService("").Remove(nctx, identity.ChainID(diffIDs).String()); err != nil {
+		t.Fatalf("remove the image's snapshot: %v", err)
+	}
+	if ok, err := Imported(ctx, sock, ref, d.String()); err != nil || ok {
+		t.Fatalf("Imported with the record but no unpacked layers = %v, %v; want false", ok, err)
+	}
+	if err := Import(ctx, sock, img, ref); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Imported(ctx, sock, ref, d.String()); err != nil || !ok {
+		t.Errorf("Imported after importing again = %v, %v; want true", ok, err)
+	}
 }
