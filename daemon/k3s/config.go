@@ -152,8 +152,19 @@ func AgentArgs(c Config, serverURL, token string) ([]string, error) {
 	return appendNodeArgs(args, c)
 }
 
-// appendNodeArgs adds what server and agent share: node address, labels, cgroup root.
+// EvictionHard is the kubelet's hard eviction thresholds. The kubelet's defaults are
+// percentages (imagefs.available<15%, nodefs.available<10%) that on a large disk are tens
+// of GB: a 250 GB disk with 37 GB free tainted the node with disk-pressure and no pod was
+// scheduled, although the cloud needed 6. Evicting pods frees nothing that osd's services
+// keep (their data is in hostPath volumes), so osd evicts only when the disk is truly
+// nearly full; preflight refuses a host with too little free disk before that. Every
+// signal is named: setting one drops the kubelet's default for the others.
+const EvictionHard = "memory.available<100Mi,nodefs.available<1Gi,imagefs.available<1Gi,nodefs.inodesFree<5%,imagefs.inodesFree<5%"
+
+// appendNodeArgs adds what server and agent share: node address, labels, cgroup root,
+// eviction thresholds.
 func appendNodeArgs(args []string, c Config) ([]string, error) {
+	args = append(args, "--kubelet-arg", "eviction-hard="+EvictionHard)
 	if c.NodeIP != "" {
 		args = append(args, "--node-ip", c.NodeIP)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -22,7 +24,7 @@ func TestServerArgs(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", cfg: base, want: []string{"--data-dir", "/s/k3s", "--write-kubeconfig-mode", "0600",
-			"--container-runtime-endpoint", "unix:///r/containerd/containerd.sock", "--flannel-backend", "none", "--https-listen-port", "6443"}},
+			"--container-runtime-endpoint", "unix:///r/containerd/containerd.sock", "--flannel-backend", "none", "--https-listen-port", "6443", "eviction-hard=" + EvictionHard}},
 		{name: "node ip and labels", cfg: func() Config { c := base; c.NodeIP = "10.0.0.5"; c.NodeLabels = []string{"a=b"}; return c }(),
 			want: []string{"--node-ip", "10.0.0.5", "--node-label", "a=b"}},
 		{name: "bad label", cfg: func() Config { c := base; c.NodeLabels = []string{"nolabel"}; return c }(), wantErr: "key=value"},
@@ -80,6 +82,9 @@ func TestAgentArgs(t *testing.T) {
 		if i := slices.Index(got, flag); i < 0 || i+1 >= len(got) || got[i+1] != v {
 			t.Errorf("AgentArgs() %s = %v, want %q", flag, got, v)
 		}
+	}
+	if !slices.Contains(got, "eviction-hard="+EvictionHard) {
+		t.Errorf("AgentArgs() = %v, want the kubelet's eviction thresholds", got)
 	}
 	if !slices.Contains(got, "cgroup-root=/osd-n2") {
 		t.Errorf("AgentArgs() = %v, want kubelet cgroup-root=/osd-n2", got)
@@ -248,6 +253,31 @@ func TestReadyzReason(t *testing.T) {
 	for _, tt := range tests {
 		if got := ReadyzReason(tt.body, tt.err); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("ReadyzReason(%s) = %q, want prefix %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestEvictionHard: every signal the kubelet evicts on is named (naming one drops the
+// kubelet's default for the others), and the disk ones are absolute, small amounts, not
+// the kubelet's percentages that are tens of GB on a large disk.
+func TestEvictionHard(t *testing.T) {
+	got := map[string]string{}
+	for _, kv := range strings.Split(EvictionHard, ",") {
+		k, v, ok := strings.Cut(kv, "<")
+		if !ok {
+			t.Fatalf("EvictionHard %q: %q is not signal<threshold", EvictionHard, kv)
+		}
+		got[k] = v
+	}
+	for _, s := range []string{"memory.available", "nodefs.available", "imagefs.available", "nodefs.inodesFree", "imagefs.inodesFree"} {
+		if got[s] == "" {
+			t.Errorf("EvictionHard %q lacks %s", EvictionHard, s)
+		}
+	}
+	for _, s := range []string{"nodefs.available", "imagefs.available"} {
+		q, err := resource.ParseQuantity(got[s])
+		if err != nil || q.Value() > 2<<30 {
+			t.Errorf("EvictionHard %s<%s: want an absolute amount of at most 2 GiB (%v)", s, got[s], err)
 		}
 	}
 }
