@@ -366,40 +366,50 @@ func AgentTaints(roles []string) []string {
 }
 
 // plan is the graph of idempotent steps that make this host a member: the host
-// preparation steps of the init plan its roles need (JoinSteps), the images of its roles
-// fetched from the cluster (while the host is prepared) and imported into containerd,
-// the embedded k3s as an agent of the cluster, its node Ready, and the completed join (the
-// cluster then gives the node the labels of its roles, so its workloads start at once
-// with their images there: a kubelet may not set those labels itself).
+// preparation steps of the init plan its roles need (JoinSteps), the embedded k3s as an
+// agent of the cluster, its node Ready, the completed join (the cluster then gives the node
+// the labels of its roles: a kubelet may not set those labels itself), then the images of
+// its roles fetched from the cluster and imported into containerd (JoinNeeds says why in
+// that order).
 func (s *Service) plan(dec preflight.Decisions, rec Record) []bootstrap.Step {
 	n := s.st.Node
 	host := converge.HostSteps(s.st, dec, JoinSteps(rec.Roles))
-	var hostNames, fetchNeeds []string
+	var hostNames []string
 	for _, h := range host {
 		hostNames = append(hostNames, h.Name)
-		if h.Name == "tunnel" {
-			fetchNeeds = []string{"tunnel"} // the tunnel step moves this node's address
-		}
 	}
+	needs := JoinNeeds(hostNames)
 	return append(host,
-		bootstrap.Step{Name: "images-fetch", Needs: fetchNeeds, Run: func(ctx context.Context) (bool, string, error) {
-			return s.syncImages(ctx, rec, func(string) {})
-		}},
-		bootstrap.Step{Name: "kubernetes-agent", Needs: hostNames, Run: func(ctx context.Context) (bool, string, error) {
+		bootstrap.Step{Name: "kubernetes-agent", Needs: needs["kubernetes-agent"], Run: func(ctx context.Context) (bool, string, error) {
 			return n.EnsureAgent(ctx, rec.K3sURL, rec.K3sToken, AgentTaints(rec.Roles))
 		}},
-		bootstrap.Step{Name: "images", Needs: []string{"images-fetch", "kubernetes-agent"}, Run: func(ctx context.Context) (bool, string, error) {
-			return s.syncImages(ctx, rec, func(string) {})
-		}},
-		bootstrap.Step{Name: "kubernetes-node", Needs: []string{"kubernetes-agent"}, Run: func(ctx context.Context) (bool, string, error) {
+		bootstrap.Step{Name: "kubernetes-node", Needs: needs["kubernetes-node"], Run: func(ctx context.Context) (bool, string, error) {
 			// A node that cannot reach the cluster fails the join (osd join resumes it)
 			// rather than waiting for ever.
 			ctx, cancel := context.WithTimeout(ctx, joinNodeTimeout)
 			defer cancel()
 			return n.WaitReady(ctx)
 		}},
-		bootstrap.Step{Name: "cluster-member", Needs: []string{"kubernetes-node", "images"}, Run: func(ctx context.Context) (bool, string, error) { return s.completeJoin(ctx) }},
+		bootstrap.Step{Name: "cluster-member", Needs: needs["cluster-member"], Run: func(ctx context.Context) (bool, string, error) { return s.completeJoin(ctx) }},
+		bootstrap.Step{Name: "images", Needs: needs["images"], Run: func(ctx context.Context) (bool, string, error) {
+			return s.syncImages(ctx, rec, func(string) {})
+		}},
 	)
+}
+
+// JoinNeeds is what each step of the join after the host preparation (hostSteps) waits
+// for (pure). The images come last: the cluster serves them to members only, and the
+// joiner's certificate is a member's once the join completes (until then only the join
+// token vouches for it). The workloads the cluster schedules on the node meanwhile wait
+// for their images (the kubelet tries again every few seconds) and start as each is
+// imported.
+func JoinNeeds(hostSteps []string) map[string][]string {
+	return map[string][]string{
+		"kubernetes-agent": hostSteps,
+		"kubernetes-node":  {"kubernetes-agent"},
+		"cluster-member":   {"kubernetes-node"},
+		"images":           {"cluster-member"},
+	}
 }
 
 // syncImages makes this node hold the images of its roles at the digests the cluster

@@ -66,9 +66,9 @@ func TestJoinPlanSkipsHostServices(t *testing.T) {
 		roles []string
 		want  []string
 	}{
-		{[]string{"control"}, []string{"images-fetch", "kubernetes-agent", "images", "kubernetes-node", "cluster-member"}},
+		{[]string{"control"}, []string{"kubernetes-agent", "kubernetes-node", "cluster-member", "images"}},
 		{[]string{"compute", "network"}, []string{"kvm-permissions", "openvswitch", "external-network", "tunnel", "libvirt",
-			"images-fetch", "kubernetes-agent", "images", "kubernetes-node", "cluster-member"}},
+			"kubernetes-agent", "kubernetes-node", "cluster-member", "images"}},
 	} {
 		var got []string
 		plan := s.plan(preflight.Decisions{}, Record{Roles: c.roles})
@@ -84,9 +84,9 @@ func TestJoinPlanSkipsHostServices(t *testing.T) {
 	}
 }
 
-// TestJoinPlanOrder: the images are fetched while the host is prepared but after the
-// tunnel step (which moves the node's address), imported once containerd runs, and the
-// join completes (the node gets its roles and their workloads) only with them in place.
+// TestJoinPlanOrder: the agent starts on the prepared host, the join completes once its
+// node is Ready, and the images are fetched and imported after that (the cluster serves
+// them to members only: JoinNeeds).
 func TestJoinPlanOrder(t *testing.T) {
 	s := &Service{st: &state.State{Cfg: state.Config{StateDir: t.TempDir()}}}
 	needs := map[string][]string{}
@@ -94,10 +94,10 @@ func TestJoinPlanOrder(t *testing.T) {
 		needs[step.Name] = step.Needs
 	}
 	for step, want := range map[string][]string{
-		"images-fetch":     {"tunnel"},
 		"kubernetes-agent": {"kvm-permissions", "openvswitch", "tunnel", "libvirt"},
-		"images":           {"images-fetch", "kubernetes-agent"},
-		"cluster-member":   {"kubernetes-node", "images"},
+		"kubernetes-node":  {"kubernetes-agent"},
+		"cluster-member":   {"kubernetes-node"},
+		"images":           {"cluster-member"},
 	} {
 		if !slices.Equal(needs[step], want) {
 			t.Errorf("plan: %s needs %v, want %v", step, needs[step], want)
