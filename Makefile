@@ -27,7 +27,7 @@ GOTEST := $(GO) test -tags "$(TAGS)"
 
 STATE_DIR ?= /var/lib/osd
 
-.PHONY: build test unit integration up bench e2e upgrade-e2e fuzz clean deps deb snap packages next print-pkg-version cluster-e2e
+.PHONY: build test unit integration up bench e2e upgrade-e2e fuzz clean deps deb snap packages next print-pkg-version cluster-e2e storage-e2e
 build:
 	$(GOBUILD) -o bin/osd ./cmd/osd
 
@@ -93,6 +93,9 @@ upgrade-e2e: deb
 # its own joins with the compute role, runs servers that talk to node 1's over Geneve, goes
 # into maintenance, is removed and joins again; then the audit that nothing is left behind.
 # OSD_CLUSTER_E2E=1 enables it (make test skips it). It prints its figures at the end.
+storage-e2e: build
+	set -o pipefail; OSD_E2E=1 OSD_STORAGE_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E/(block_storage|block_storage_restarts|nothing_left_behind)$$' ./test/ 2>&1 | tee storage-e2e-output.txt
+
 cluster-e2e: build
 	set -o pipefail; OSD_E2E=1 OSD_CLUSTER_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E/(compute-node|nothing_left_behind)' ./test/ 2>&1 | tee cluster-e2e-output.txt; \
 		rc=$$?; echo "--- figures"; grep -h 'figure: ' cluster-e2e-output.txt || true; exit $$rc
