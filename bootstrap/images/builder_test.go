@@ -268,23 +268,9 @@ func layerFile(t *testing.T, l v1.Layer, name string) (string, bool) {
 
 func readImageFile(t *testing.T, l v1.Layer, name string) string {
 	t.Helper()
-	rc, err := l.Uncompressed()
-	if err != nil {
-		t.Fatal(err)
+	b, ok := layerFile(t, l, name)
+	if !ok {
+		t.Fatalf("%s not in layer", name)
 	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s not in layer: %v", name, err)
-		}
-		if h.Name == name {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(b)
-		}
-	}
+	return b
 }
