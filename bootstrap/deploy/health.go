@@ -3,7 +3,6 @@ package deploy
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -17,7 +16,7 @@ type ContainerRef struct {
 	Previous  bool
 }
 
-// Logs holds the last non-empty log line of some containers.
+// Logs holds the last lines of some containers' logs.
 type Logs map[ContainerRef]string
 
 // LogTargets returns the containers whose last log line explains a failure: those that
@@ -81,7 +80,7 @@ func PodsReason(pods []corev1.Pod, logs Logs) string {
 					consider(60, fmt.Sprintf("pod %s: image %s not available (%s)", p.Name, cs.Image, w.Reason))
 				case "CrashLoopBackOff":
 					consider(50, fmt.Sprintf("pod %s: %s crash-looping%s%s", p.Name, what,
-						exitText(cs.LastTerminationState.Terminated), logText(logs, ContainerRef{p.Name, cs.Name, true})))
+						exitText(cs.LastTerminationState.Terminated), logText(p, logs, ContainerRef{p.Name, cs.Name, true})))
 				case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
 					consider(55, fmt.Sprintf("pod %s: %s: %s: %s", p.Name, what, w.Reason, w.Message))
 				case "", "PodInitializing", "ContainerCreating":
@@ -90,7 +89,7 @@ func PodsReason(pods []corev1.Pod, logs Logs) string {
 				}
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				consider(45, fmt.Sprintf("pod %s: %s failed%s%s", p.Name, what, exitText(t), logText(logs, ContainerRef{p.Name, cs.Name, false})))
+				consider(45, fmt.Sprintf("pod %s: %s failed%s%s", p.Name, what, exitText(t), logText(p, logs, ContainerRef{p.Name, cs.Name, false})))
 			}
 			if cs.State.Running != nil && !cs.Ready && !initNames[cs.Name] {
 				if cs.Started != nil && !*cs.Started {
@@ -118,8 +117,14 @@ func exitText(t *corev1.ContainerStateTerminated) string {
 	return s + ")"
 }
 
-func logText(logs Logs, ref ContainerRef) string {
-	if l := strings.TrimSpace(logs[ref]); l != "" {
+// logText is ": " and the line of a failed container's log that says why it stopped, or,
+// for a known start failure of a stateful service (Diagnose), the line that shows it and
+// what to do.
+func logText(p corev1.Pod, logs Logs, ref ContainerRef) string {
+	if d, ok := Diagnose(CrashOf(p, ref.Container, logs[ref])); ok {
+		return ": " + d.Cause + ". " + d.Remedy
+	}
+	if l := ReasonLine(logs[ref]); l != "" {
 		return ": " + l
 	}
 	return ""

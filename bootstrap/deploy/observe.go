@@ -175,20 +175,22 @@ func (n *nsScan) logsFor(ctx context.Context, ps []corev1.Pod) Logs {
 			break
 		}
 		n.fetched++
-		if line := n.c.lastLogLine(ctx, n.ns, ref); line != "" {
-			logs[ref] = line
+		if tail := n.c.logTail(ctx, n.ns, ref); tail != "" {
+			logs[ref] = tail
 		}
 	}
 	return logs
 }
 
-func (c *Controller) lastLogLine(ctx context.Context, ns string, ref ContainerRef) string {
-	tail := int64(20)
-	b, err := c.Kube.CoreV1().Pods(ns).GetLogs(ref.Pod, &corev1.PodLogOptions{Container: ref.Container, Previous: ref.Previous, TailLines: &tail}).DoRaw(ctx)
+// logTail is the end of a container's log: enough lines to hold the error a database
+// printed before its shutdown noise (RabbitMQ's crash reports run to 150 lines), bounded.
+func (c *Controller) logTail(ctx context.Context, ns string, ref ContainerRef) string {
+	lines, limit := int64(200), int64(256*1024) // the limit keeps the first bytes of the tail
+	b, err := c.Kube.CoreV1().Pods(ns).GetLogs(ref.Pod, &corev1.PodLogOptions{Container: ref.Container, Previous: ref.Previous, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
 	if err != nil {
 		return ""
 	}
-	return ReasonLine(string(b))
+	return string(b)
 }
 
 var (
