@@ -19,16 +19,18 @@ type ContainerRef struct {
 // Logs holds the last lines of some containers' logs.
 type Logs map[ContainerRef]string
 
-// LogTargets returns the containers whose last log line explains a failure: those that
-// terminated with an error (now or in their previous instance) or are crash-looping.
+// LogTargets returns the containers whose last log lines explain a failure: those that
+// terminated with an error (now or in their previous instance) or are crash-looping, even
+// with exit code 0 (rabbitmq-server exits 0 when its boot fails).
 func LogTargets(pods []corev1.Pod) []ContainerRef {
 	var out []ContainerRef
 	for _, p := range pods {
 		for _, cs := range allStatuses(p) {
+			last := cs.LastTerminationState.Terminated
 			switch {
 			case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
 				out = append(out, ContainerRef{Pod: p.Name, Container: cs.Name})
-			case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0:
+			case cs.State.Waiting != nil && last != nil && (last.ExitCode != 0 || cs.State.Waiting.Reason == "CrashLoopBackOff"):
 				out = append(out, ContainerRef{Pod: p.Name, Container: cs.Name, Previous: true})
 			}
 		}

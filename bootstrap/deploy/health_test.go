@@ -104,14 +104,19 @@ func TestPodsReason(t *testing.T) {
 func TestLogTargets(t *testing.T) {
 	cl := waiting("a", "img", "CrashLoopBackOff")
 	cl.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1}
+	// rabbitmq-server exits 0 when its boot fails: crash-looping all the same.
+	cl0 := waiting("zero", "img", "CrashLoopBackOff")
+	cl0.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0}
+	restarting := waiting("restarted", "img", "ContainerCreating")
+	restarting.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0}
 	pods := []corev1.Pod{pod("p", 0, func(p *corev1.Pod) {
 		p.Status.InitContainerStatuses = []corev1.ContainerStatus{
 			{Name: "ok", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
 			{Name: "bad", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}},
 		}
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{cl, {Name: "fine", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{cl, cl0, restarting, {Name: "fine", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	})}
-	want := []ContainerRef{{"p", "bad", false}, {"p", "a", true}}
+	want := []ContainerRef{{"p", "bad", false}, {"p", "a", true}, {"p", "zero", true}}
 	if got := LogTargets(pods); !reflect.DeepEqual(got, want) {
 		t.Fatalf("LogTargets() = %v, want %v", got, want)
 	}

@@ -33,7 +33,7 @@ type Diagnosis struct {
 type crashRule struct {
 	release, container string
 	pattern            *regexp.Regexp
-	remedy             func(c Crash, cause string) string
+	remedy             func(Crash) string
 }
 
 // The rules, most specific first. Every pattern is a line the daemon printed when the
@@ -57,9 +57,10 @@ var crashRules = []crashRule{
 const ovsdbDamaged = `^ovsdb-(tool|server): (ovsdb error: \S+: (unexpected file format|cannot identify file type)|I/O error: \S+: error reading \d+ bytes starting at offset|syntax error: \S+: \d+ bytes starting at offset \d+ have SHA-1 hash)`
 
 var (
+	// A line that starts as a sentence (not a piece of an Erlang term).
+	plainText = regexp.MustCompile(`^[A-Za-z]`)
 	// "2026-11-24  4:43:02 0 [ERROR] " (mariadbd), "2026-11-24 05:00:02.989143+00:00 [error] <0.241.0> "
 	// (RabbitMQ), "2026-11-24T05:01:26Z|00001|ovsdb_server|ERR|" (Open vSwitch).
-	plainText = regexp.MustCompile(`^[A-Za-z]`)
 	logPrefix = regexp.MustCompile(`^(\d{4}-\d\d-\d\d\s+\d{1,2}:\d\d:\d\d \d+ \[\w+\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+[+-]\d\d:\d\d \[\w+\] <[\d.]+> |\d{4}-\d\d-\d\dT[\d:.]+Z\|\d+\|\w+\|\w+\|)`)
 )
 
@@ -82,7 +83,7 @@ func Diagnose(c Crash) (Diagnosis, bool) {
 				if !plainText.MatchString(cause) || len(cause) > 200 { // a piece of an Erlang term
 					cause = strings.Trim(m, ` ,{"`)
 				}
-				return Diagnosis{Cause: cause, Remedy: r.remedy(c, cause)}, true
+				return Diagnosis{Cause: cause, Remedy: r.remedy(c)}, true
 			}
 		}
 	}
@@ -125,21 +126,27 @@ func (c Crash) kubectl(args string) string {
 
 func (c Crash) restart() string { return c.kubectl("delete pod " + c.Pod) }
 
-func diskFull(c Crash, _ string) string {
+func diskFull(c Crash) string {
 	return fmt.Sprintf("The filesystem holding %s is full: %sfree space on it (df -h %s shows it), then restart the pod: %s. Nothing is lost.",
 		c.dir(), c.where(), c.dir(), c.restart())
 }
 
-func readOnly(c Crash, _ string) string {
+func readOnly(c Crash) string {
 	return fmt.Sprintf("The filesystem holding %s is read-only (the kernel remounts a filesystem read-only after I/O errors: see dmesg): %scheck and repair it (fsck), mount it read-write again, then restart the pod: %s. Nothing is lost unless the repair finds damage.",
 		c.dir(), c.where(), c.restart())
 }
 
 // mariadbRestore is the hand recovery of a damaged MariaDB: back up, start with the given
 // recovery options (read at start from osd-recovery-options in the data directory), dump
-// what is readable, start afresh and restore the dump.
+// what is readable, start afresh and restore the dump. The dump connects as root with the
+// chart's password over loopback, or, when the options skip the grant tables (and the
+// network), through the socket with no account.
 func mariadbRestore(c Crash, what, options, levels string) string {
 	d := c.dir()
+	dump := `sh -c 'exec mariadb-dump -h127.0.0.1 -uroot -p"$ROOT_PASSWORD" --all-databases --force --flush-privileges'`
+	if strings.Contains(options, "--skip-grant-tables") {
+		dump = "mariadb-dump --all-databases --force --flush-privileges"
+	}
 	return fmt.Sprintf("%s; osd never discards a database by itself. Recover by hand (%sthe server is not running while it crash-loops): "+
 		"1) back up: cp -a %s %s.backup-$(date +%%Y%%m%%d%%H%%M%%S); "+
 		"2) start it in recovery mode: echo '%s' > %s/osd-recovery-options && %s%s; "+
@@ -147,48 +154,48 @@ func mariadbRestore(c Crash, what, options, levels string) string {
 		"4) start afresh and restore: mv %s %s.damaged-$(date +%%Y%%m%%d%%H%%M%%S) && %s, wait until it is ready, then %s < mariadb-dump.sql; "+
 		"then osd status shows the services coming back.",
 		what, c.where(), d, d, options, d, c.restart(), levels,
-		c.kubectl("exec "+c.Pod+" -c "+c.Container+" -- mariadb-dump --all-databases --force --flush-privileges"),
-		d, d, c.restart(), c.kubectl("exec -i "+c.Pod+" -c "+c.Container+" -- mariadb"))
+		c.kubectl("exec "+c.Pod+" -c "+c.Container+" -- "+dump),
+		d, d, c.restart(), c.kubectl("exec -i "+c.Pod+" -c "+c.Container+` -- sh -c 'exec mariadb -h127.0.0.1 -uroot -p"$ROOT_PASSWORD"'`))
 }
 
-func innodbRedo(c Crash, _ string) string {
+func innodbRedo(c Crash) string {
 	return mariadbRestore(c, "MariaDB's InnoDB redo log (ib_logfile0) is damaged, so InnoDB cannot replay it",
 		"--innodb-force-recovery=6", " (level 6 starts without the redo log: changes committed just before the stop may be missing)")
 }
 
-func innodbPages(c Crash, _ string) string {
+func innodbPages(c Crash) string {
 	return mariadbRestore(c, "MariaDB's InnoDB data files are damaged",
 		"--innodb-force-recovery=1", " (if it still fails, raise the number one step at a time up to 6)")
 }
 
-func privilegeTables(c Crash, _ string) string {
+func privilegeTables(c Crash) string {
 	return mariadbRestore(c, "A MariaDB system table (mysql.*) is damaged",
 		"--skip-grant-tables --skip-networking", " (no passwords are checked in this mode, so it takes no network connections)")
 }
 
-func ariaLog(c Crash, _ string) string {
+func ariaLog(c Crash) string {
 	d := c.dir()
 	return fmt.Sprintf("MariaDB's Aria crash-recovery log is damaged. %smove it aside: a=%s/aria-log.aside-$(date +%%Y%%m%%d%%H%%M%%S); mkdir \"$a\" && mv %s/aria_log_control %s/aria_log.0* \"$a\", then restart the pod: %s. "+
 		"Cost: changes to Aria tables not yet written when it stopped are lost (Aria holds MariaDB's own mysql.* tables; OpenStack's tables are InnoDB and keep their data). "+
 		"After: %s.",
-		c.where(), d, d, d, c.restart(), c.kubectl("exec "+c.Pod+" -c "+c.Container+" -- mariadb-check --all-databases --auto-repair"))
+		c.where(), d, d, d, c.restart(), c.kubectl("exec "+c.Pod+" -c "+c.Container+` -- sh -c 'exec mariadb-check -h127.0.0.1 -uroot -p"$ROOT_PASSWORD" --all-databases --auto-repair'`))
 }
 
-func rabbitStore(c Crash, _ string) string {
+func rabbitStore(c Crash) string {
 	d := c.dir()
 	return fmt.Sprintf("RabbitMQ's database (%s/mnesia) cannot be read. Its start script moves it aside by itself after 3 failed starts in a row; to do it now, %srun: mv %s/mnesia %s/mnesia.broken-$(date +%%Y%%m%%d%%H%%M%%S) && %s. "+
 		"Cost: the queued messages (OpenStack's RPC messages in flight, retried by the services); users and permissions are re-created at start and the services declare their queues again when they reconnect.",
 		d, c.where(), d, d, c.restart())
 }
 
-func ovsdbSouthbound(c Crash, _ string) string {
+func ovsdbSouthbound(c Crash) string {
 	d := c.dir()
 	return fmt.Sprintf("The OVN southbound database (%s/ovnsb_db.db) is damaged. Its start script moves an unreadable file aside by itself; if this persists, %srun: mv %s/ovnsb_db.db %s/ovnsb_db.db.corrupt-$(date +%%Y%%m%%d%%H%%M%%S) && %s. "+
 		"Nothing is lost: ovn-northd rebuilds it from the northbound database and ovn-controller registers its chassis again.",
 		d, c.where(), d, d, c.restart())
 }
 
-func ovsdbNorthbound(c Crash, _ string) string {
+func ovsdbNorthbound(c Crash) string {
 	d := c.dir()
 	return fmt.Sprintf("The OVN northbound database (%s/ovnnb_db.db), the logical network Neutron wrote, is damaged. %smove it aside: mv %s/ovnnb_db.db %s/ovnnb_db.db.corrupt-$(date +%%Y%%m%%d%%H%%M%%S) && %s (an empty one is created at start), "+
 		"then make Neutron write the logical network again from its own database: %s. "+
