@@ -30,7 +30,7 @@ var privateDirs = []string{
 	"/etc/libvirt", "/var/lib/libvirt", "/var/log/libvirt", "/var/cache/libvirt",
 }
 
-// nsNode is one osd node under test in its own network and mount namespaces, held open
+// nsNode is one osd node under test in its own network, mount and UTS namespaces, held open
 // by a sleeping process, with its own state, run and cache dirs and its own kubelet
 // cgroup root.
 type nsNode struct {
@@ -56,7 +56,7 @@ func newNSNode(t testing.TB, bin, name, ip string, extra ...string) *nsNode {
 		t.Fatal(err)
 	}
 	n := &nsNode{t: t, bin: bin, name: name, ip: ip, base: base, cgroup: "/osd-test-" + name}
-	holder := exec.Command("unshare", "--mount", "--propagation", "private", "--net", "--", "sleep", "infinity")
+	holder := exec.Command("unshare", "--mount", "--propagation", "private", "--net", "--uts", "--", "sleep", "infinity")
 	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := holder.Start(); err != nil {
 		t.Fatalf("unshare: %v", err)
@@ -85,6 +85,13 @@ func newNSNode(t testing.TB, bin, name, ip string, extra ...string) *nsNode {
 		fmt.Fprintf(&script, "mkdir -p %s && mount -t tmpfs -o mode=0755 osd-test %s\n", d, d)
 	}
 	script.WriteString("ip link set lo up\n")
+	// Its own hostname, as a second machine has: libvirt reports it as the hypervisor's
+	// name, which Nova makes the Placement resource provider's (two computes reporting
+	// one name: the second gets no resource provider and takes no servers). It resolves
+	// through a private copy of /etc/hosts, as preflight wants.
+	fmt.Fprintf(&script, "hostname %s\n", name)
+	hosts := filepath.Join(base, "hosts")
+	fmt.Fprintf(&script, "cp /etc/hosts %s && printf '127.0.1.1\\t%s\\n' >> %s && mount --bind %s /etc/hosts\n", hosts, name, hosts, hosts)
 	if out, err := n.nsenter("sh", "-c", script.String()).CombinedOutput(); err != nil {
 		t.Fatalf("private mounts of %s: %v\n%s", name, err, out)
 	}
@@ -101,7 +108,7 @@ func (n *nsNode) runDir() string   { return filepath.Join(n.base, "run") }
 
 // nsenter returns a command running inside the node's namespaces.
 func (n *nsNode) nsenter(args ...string) *exec.Cmd {
-	cmd := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(n.holder.Process.Pid), "-m", "-n", "--"}, args...)...)
+	cmd := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(n.holder.Process.Pid), "-m", "-n", "-u", "--"}, args...)...)
 	cmd.Env = append(os.Environ(), "OSD_CGROUP_ROOT="+n.cgroup)
 	return cmd
 }

@@ -605,7 +605,7 @@ func computeDiagnostics(n *node, n2 *nsNode) string {
 	}
 	osd := func(args ...string) *exec.Cmd { return exec.Command(n.bin, append(n.globalArgs(), args...)...) }
 	run("pods", osd("kubectl", "get", "pods", "-A", "-o", "wide"))
-	run("pods on node 2", osd("kubectl", "describe", "pods", "-A", "--field-selector", "spec.nodeName="+cnName))
+	run("pods on node 2", osd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+cnName))
 	for _, sel := range []string{"app.kubernetes.io/instance=nova,app.kubernetes.io/component=compute", "app.kubernetes.io/instance=ovn,app.kubernetes.io/component=controller", "app.kubernetes.io/component=metadata-agent"} {
 		run("logs "+sel, osd("kubectl", "logs", "-n", "openstack", "-l", sel, "--all-containers", "--tail", "40", "--prefix"))
 	}
