@@ -1240,6 +1240,7 @@ if as %d $S/%s-%d.log %s; then result step_%s_%d 0 $(since $t); else result step
 as %[1]d $S/roles.txt %[3]s; sed 's/^/RESULT domain_admin_role /' $S/roles.txt
 as %[1]d $S/roles.txt %[4]s; sed 's/^/RESULT admin_role /' $S/roles.txt
 as %[1]d $S/roles.txt %[5]s; sed 's/^/RESULT role /' $S/roles.txt
+as %[1]d $S/roles.txt %[9]s; sed 's/^/RESULT service_user_role /' $S/roles.txt
 if as %[1]d $S/token.txt %[6]s; then result domain_admin_token 0; else result domain_admin_token 1; cat $S/token.txt; fi
 as %[1]d $S/token.txt %[7]s && token=$(cat $S/token.txt) || token=none
 project=$(chroot $R env %[8]s openstack project show admin -f value -c id 2>/dev/null || echo none)
@@ -1253,7 +1254,8 @@ result heat_admin_token $(curl -m 15 -s -o /dev/null -w '%%{http_code}' -H "X-Au
 		osc(nil, "role", "list", "-f", "value", "-c", "Name"),
 		osc(domainAdmin, "token", "issue", "-f", "value", "-c", "id"),
 		osc(nil, "token", "issue", "-f", "value", "-c", "id"),
-		shArgs(admin))
+		shArgs(admin),
+		osc(nil, "role", "assignment", "list", "--names", "--project", "service", "--project-domain", "Default", "--user", "heat", "--user-domain", "Default", "-f", "value", "-c", "Role"))
 	// Last (heat's services could no longer authenticate after it): a run as after a rotated
 	// service password sets the password again, and the user authenticates with it.
 	heatReg := step(jpod, "keystone-register")
@@ -1355,6 +1357,11 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 		"admin_role heat_stack_owner",
 		"role heat_stack_owner",
 		"role heat_stack_user",
+		// A service user's token is a service's (Cinder's service_token_roles): without
+		// the role Cinder refuses Nova's deletion of an attachment and a detached volume
+		// stays "detaching".
+		"service_user_role admin",
+		"service_user_role service",
 	} {
 		if !lines[want] {
 			t.Errorf("after the registration steps, no %q", want)

@@ -374,7 +374,8 @@ func waitGone(t *testing.T, n *node, kind []string, id string) {
 }
 
 // dumpStorage logs what explains a storage failure: osd status, the pods, and the last
-// lines of every Ceph and Cinder container (and of the Jobs' steps).
+// lines of every Ceph, Cinder, Glance and Nova container (and of the Jobs' steps): Nova's
+// compute says why a volume stays attaching or detaching.
 func (n *node) dumpStorage(t *testing.T) {
 	if out, err := n.osd("status"); err == nil {
 		t.Logf("osd status:\n%s", out)
@@ -382,7 +383,7 @@ func (n *node) dumpStorage(t *testing.T) {
 	if out, err := n.kubectl("-n", "openstack", "get", "pods", "-o", "wide"); err == nil {
 		t.Logf("pods:\n%s", out)
 	}
-	out, _ := n.kubectl("-n", "openstack", "get", "pods", "-l", "app.kubernetes.io/instance in (ceph, cinder, glance)", "-o", "name")
+	out, _ := n.kubectl("-n", "openstack", "get", "pods", "-l", "app.kubernetes.io/instance in (ceph, cinder, glance, nova)", "-o", "name")
 	for _, pod := range strings.Fields(out) {
 		logs, _ := n.kubectl("-n", "openstack", "logs", pod, "--all-containers", "--prefix", "--tail", "40")
 		t.Logf("%s:\n%s", pod, logs)

@@ -8,8 +8,8 @@ One interpreter speaking Keystone's REST API, not one openstack client process p
 # openstack client starts a new interpreter per call: a dozen calls took minutes on a busy
 # host). Idempotent: everything is looked up first, created when missing, corrected when
 # it differs; a create that loses a race with another Job (409) is looked up again.
-#   register      service user (SVC_USER, SVC_PASSWORD, optional) with admin on project
-#                 service; service SVC_NAME of SVC_TYPE; ENDPOINT_{PUBLIC,INTERNAL,ADMIN}
+#   register      service user (SVC_USER, SVC_PASSWORD, optional) with admin and service on
+#                 project service; service SVC_NAME of SVC_TYPE; ENDPOINT_{PUBLIC,INTERNAL,ADMIN}
 #   stack-domain  domain STACK_DOMAIN with DOMAIN_ADMIN (DOMAIN_ADMIN_PASSWORD) as its
 #                 admin; roles OWNER_ROLE and USER_ROLE; OWNER_ROLE for admin on project admin
 import http.client, json, os, sys, time, urllib.error, urllib.parse, urllib.request
@@ -124,6 +124,11 @@ def register():
                                  domain_id=default["id"])
         user = ensure_user(env("SVC_USER"), default, env("SVC_PASSWORD", ""))
         grant(ensure("roles", "role", "admin"), user, project=service_project)
+        # The service role marks the service user's token as a service's: Cinder deletes
+        # the attachment of a volume a server still has (Nova's detach, a server's delete)
+        # only for a service token with it (service_token_roles), else answers 409 and the
+        # volume stays "detaching" for good. Keystone's bootstrap does not make the role.
+        grant(ensure("roles", "role", "service"), user, project=service_project)
     name = env("SVC_NAME")
     service = next((s for s in call("GET", "/services")["services"] if s.get("name") == name), None)
     if service is None:
