@@ -45,6 +45,7 @@ type MemberRecord struct {
 	Roles         []string
 	JoinedAt      time.Time
 	LastHeartbeat time.Time // zero until the first heartbeat
+	Hostname      string    // the member host's OS hostname ("" when its joiner sent none)
 }
 
 func millisOrNull(t time.Time) sql.NullInt64 {
@@ -286,9 +287,9 @@ func addMember(ctx context.Context, tx *sql.Tx, m MemberRecord) error {
 	if n > 0 {
 		return fmt.Errorf("member %s: %w", m.Name, ErrExists)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO members(name, address, fingerprint, roles, joined_at, last_heartbeat)
-		VALUES (?, ?, ?, ?, ?, ?)`, m.Name, m.Address, m.Fingerprint, strings.Join(m.Roles, ","),
-		m.JoinedAt.UnixMilli(), millisOrNull(m.LastHeartbeat))
+	_, err := tx.ExecContext(ctx, `INSERT INTO members(name, address, fingerprint, roles, joined_at, last_heartbeat, hostname)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, m.Name, m.Address, m.Fingerprint, strings.Join(m.Roles, ","),
+		m.JoinedAt.UnixMilli(), millisOrNull(m.LastHeartbeat), m.Hostname)
 	if err != nil {
 		return fmt.Errorf("add member %s: %w", m.Name, err)
 	}
@@ -310,14 +311,14 @@ func (d *DB) CompleteJoin(ctx context.Context, m MemberRecord, cert TrustRecord,
 	})
 }
 
-const memberSelect = `SELECT name, address, fingerprint, roles, joined_at, last_heartbeat FROM members`
+const memberSelect = `SELECT name, address, fingerprint, roles, joined_at, last_heartbeat, hostname FROM members`
 
 func scanMember(row rowScanner) (MemberRecord, error) {
 	var m MemberRecord
 	var roles string
 	var joined int64
 	var beat sql.NullInt64
-	if err := row.Scan(&m.Name, &m.Address, &m.Fingerprint, &roles, &joined, &beat); err != nil {
+	if err := row.Scan(&m.Name, &m.Address, &m.Fingerprint, &roles, &joined, &beat, &m.Hostname); err != nil {
 		return MemberRecord{}, err
 	}
 	if roles != "" {

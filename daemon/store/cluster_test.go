@@ -108,7 +108,7 @@ func TestTrustAndMembers(t *testing.T) {
 	}
 
 	// CompleteJoin needs an unused token; without one nothing is stored.
-	m := MemberRecord{Name: "node2", Address: "10.0.0.2:7443", Fingerprint: "cc", Roles: []string{"compute", "network"}, JoinedAt: t0}
+	m := MemberRecord{Name: "node2", Address: "10.0.0.2:7443", Fingerprint: "cc", Roles: []string{"compute", "network"}, JoinedAt: t0, Hostname: "edge-17"}
 	mt := TrustRecord{Fingerprint: "cc", Name: "node2", Kind: "member", CertPEM: "PEM2", AddedAt: t0}
 	if err := d.CompleteJoin(ctx, m, mt, t0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("CompleteJoin(no token) = %v, want ErrNotFound", err)

@@ -20,6 +20,7 @@ func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
 		3: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members"},
 		4: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 		5: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
+		6: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 	}
 	for n := 0; n <= len(updates); n++ {
 		for _, kind := range []string{"memory", "file"} {
@@ -273,5 +274,25 @@ func TestFailingUpdateRollsBack(t *testing.T) {
 	}
 	if v, _ := d.SchemaVersion(ctx); v != LatestSchemaVersion() {
 		t.Errorf("SchemaVersion() after failed update = %d, want %d", v, LatestSchemaVersion())
+	}
+}
+
+// TestUpgradeKeepsMembersWithoutHostname: a member recorded before members had a
+// hostname keeps working after the update, with none recorded.
+func TestUpgradeKeepsMembersWithoutHostname(t *testing.T) {
+	ctx := context.Background()
+	old, path := openTemp(t, updates[:5])
+	if _, err := old.db.ExecContext(ctx, `INSERT INTO members(name, address, fingerprint, roles, joined_at) VALUES ('node2', '10.0.0.2:7443', 'fp2', 'compute', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open() upgrade = %v, want nil", err)
+	}
+	defer d.Close()
+	m, err := d.GetMember(ctx, "node2")
+	if err != nil || m.Hostname != "" || m.Fingerprint != "fp2" || len(m.Roles) != 1 {
+		t.Errorf("GetMember(node2) after upgrade = %+v, %v, want the old member with no hostname", m, err)
 	}
 }

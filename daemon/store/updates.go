@@ -13,6 +13,7 @@ var updates = []update{
 	updateFromV2,
 	updateFromV3,
 	updateFromV4,
+	updateFromV5,
 }
 
 // updateFromV0 creates the configuration, the step journal and the completed-step record.
@@ -96,5 +97,13 @@ CREATE TABLE removed_members (
 // steps are idempotent and check the host themselves; the journal records every run).
 func updateFromV4(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `DROP TABLE steps;`)
+	return err
+}
+
+// updateFromV5 records each member's OS hostname (empty for members that joined before, or
+// whose joiner did not send one): OpenStack names a compute host's hypervisor by it, so
+// the cluster refuses a second host of the same hostname.
+func updateFromV5(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `ALTER TABLE members ADD COLUMN hostname TEXT NOT NULL DEFAULT '';`)
 	return err
 }
