@@ -75,6 +75,9 @@ type Member struct {
 	Roles         []string   `json:"roles"`
 	JoinedAt      time.Time  `json:"joined_at"`
 	LastHeartbeat *time.Time `json:"last_heartbeat,omitempty"`
+	// Hostname is the member host's OS hostname as it joined ("" when its joiner sent
+	// none): OpenStack names the host's hypervisor by it.
+	Hostname string `json:"hostname,omitempty"`
 	// NodeState is the member's Kubernetes node as the cluster sees it: Ready, NotReady,
 	// absent or unknown (set by listings).
 	NodeState string `json:"node_state,omitempty"`
@@ -117,6 +120,10 @@ type JoinRequest struct {
 	// CSR is a PEM certificate request for the member's client certificate (join only):
 	// its private key never leaves the joining node.
 	CSR string `json:"csr,omitempty"`
+	// Hostname is the joining host's OS hostname, which OpenStack names its hypervisor
+	// by: the cluster refuses one that another node has (409). Empty from joiners that
+	// predate it (nothing is checked or recorded then).
+	Hostname string `json:"hostname,omitempty"`
 }
 
 // JoinResponse carries what the joiner needs: its member certificate (client use only,

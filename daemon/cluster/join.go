@@ -20,7 +20,7 @@ import (
 const maxCSR = 8 << 10
 
 func memberFromRecord(r store.MemberRecord) api.Member {
-	m := api.Member{Name: r.Name, Address: r.Address, Fingerprint: r.Fingerprint, Roles: r.Roles, JoinedAt: r.JoinedAt}
+	m := api.Member{Name: r.Name, Address: r.Address, Fingerprint: r.Fingerprint, Hostname: r.Hostname, Roles: r.Roles, JoinedAt: r.JoinedAt}
 	if m.Roles == nil {
 		m.Roles = []string{}
 	}
@@ -52,6 +52,9 @@ type JoinDeps interface {
 	CACertPEM() []byte
 	// AgentCredential issues the credential node name's k3s agent registers with.
 	AgentCredential(ctx context.Context, name string) (AgentCredential, error)
+	// Hostnames lists the node answering the join (Local) and every member, each with
+	// its OS hostname ("" when unknown).
+	Hostnames(ctx context.Context) ([]api.Member, error)
 }
 
 // ValidateJoinRequest checks the shape of req (pure); errors wrap ErrInvalid (400).
@@ -68,6 +71,9 @@ func ValidateJoinRequest(req api.JoinRequest, withCSR bool) error {
 	}
 	if withCSR && req.CSR == "" {
 		return errorf(ErrInvalid, "join request has no certificate request: send a PEM CSR for the member's key")
+	}
+	if req.Hostname != "" {
+		return ValidateHostname(req.Hostname)
 	}
 	return nil
 }
@@ -93,12 +99,12 @@ func ParseCSR(csrPEM string) (crypto.PublicKey, error) {
 }
 
 // HandleJoin answers a join request: the request is well formed, the token proves the
-// name, the name is not already a member; then the joiner gets its member certificate,
+// name, the name is not already a member, no other node has the joiner's hostname; then the joiner gets its member certificate,
 // the CA, its roles and the credential for its k3s agent. Nothing is stored, so a join
 // that fails later can retry with the same token (each retry replaces the node's agent
 // credential); registration happens in HandleJoinComplete. Errors wrap rest sentinels:
 // 400 malformed, 401 a token the caller cannot prove, 403 expired, revoked, used or
-// another name's, 409 already a member, 503 Kubernetes not ready.
+// another name's, 409 already a member or hostname taken, 503 Kubernetes not ready.
 func HandleJoin(ctx context.Context, deps JoinDeps, req api.JoinRequest) (api.JoinResponse, error) {
 	if err := ValidateJoinRequest(req, true); err != nil {
 		return api.JoinResponse{}, err
@@ -118,6 +124,9 @@ func HandleJoin(ctx context.Context, deps JoinDeps, req api.JoinRequest) (api.Jo
 	if member {
 		return api.JoinResponse{}, alreadyMember(req.Name)
 	}
+	if err := checkHostname(ctx, deps, req, false); err != nil {
+		return api.JoinResponse{}, err
+	}
 	agent, err := deps.AgentCredential(ctx, req.Name)
 	if err != nil {
 		return api.JoinResponse{}, rest.Errorf(rest.ErrNotReady, "kubernetes cannot take a new node yet: %w", err)
@@ -134,6 +143,19 @@ func HandleJoin(ctx context.Context, deps JoinDeps, req api.JoinRequest) (api.Jo
 		K3sToken:        agent.Token,
 		K3sTokenExpires: agent.Expires,
 	}, nil
+}
+
+// checkHostname refuses req when another node has its hostname (hostnameConflict). It
+// runs only once the token is proven, so that nobody without one learns members' names.
+func checkHostname(ctx context.Context, deps JoinDeps, req api.JoinRequest, completing bool) error {
+	if req.Hostname == "" {
+		return nil
+	}
+	nodes, err := deps.Hostnames(ctx)
+	if err != nil {
+		return err
+	}
+	return hostnameConflict(req.Name, req.Hostname, nodes, completing)
 }
 
 // AgentCredentialFunc issues node name's agent credential (the daemon's embedded k3s).
@@ -174,6 +196,9 @@ type Service struct {
 	// Describe, when set, completes listings with what Kubernetes and the cloud know of
 	// each node: maintenance, tunnel endpoint, images, state held.
 	Describe func(ctx context.Context, members []api.Member)
+	// Hostname, when set, is this host's OS hostname, which a joining host's must differ
+	// from (nil: os.Hostname).
+	Hostname func() string
 
 	versions versions
 }
@@ -251,8 +276,13 @@ func (s *Service) HandleJoinComplete(ctx context.Context, req api.JoinRequest, p
 		}
 		return s.admit(ctx, m)
 	}
+	// Checked again: another host of the same hostname may have completed its join
+	// since this one's first step.
+	if err := checkHostname(ctx, s, req, true); err != nil {
+		return api.Member{}, err
+	}
 	now := s.now()
-	rec := store.MemberRecord{Name: req.Name, Address: req.Address, Fingerprint: fp, Roles: roles, JoinedAt: now}
+	rec := store.MemberRecord{Name: req.Name, Address: req.Address, Fingerprint: fp, Roles: roles, JoinedAt: now, Hostname: req.Hostname}
 	trust := store.TrustRecord{Fingerprint: fp, Name: req.Name, Kind: TrustKindMember, CertPEM: string(pemCert(peer)), AddedAt: now}
 	if err := s.DB.CompleteJoin(ctx, rec, trust, now); err != nil {
 		switch {

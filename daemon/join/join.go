@@ -56,10 +56,13 @@ type Record struct {
 	Address     string   `json:"address"` // this node's own API address
 	K3sURL      string   `json:"k3s_server_url"`
 	K3sToken    string   `json:"k3s_token"`
+	// Hostname is this host's OS hostname as the join sent it ("" in records from
+	// before joins sent one); the completion sends the same.
+	Hostname string `json:"hostname,omitempty"`
 }
 
 func (r Record) request() api.JoinRequest {
-	return api.JoinRequest{Name: r.Name, Secret: r.Secret, Address: r.Address}
+	return api.JoinRequest{Name: r.Name, Secret: r.Secret, Address: r.Address, Hostname: r.Hostname}
 }
 
 // OperationKind is the kind of join operations.
@@ -75,6 +78,9 @@ type Service struct {
 	// Images, when set, is this node's image resource: the join fetches the images of its
 	// roles from the cluster with it, and the heartbeats report what it holds.
 	Images ImageSync
+	// Hostname, when set, is this host's OS hostname, which the join sends the cluster
+	// (nil: os.Hostname).
+	Hostname func() (string, error)
 
 	mu      sync.Mutex
 	syncing bool // an image sync with the cluster runs
@@ -202,7 +208,11 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	jreq := api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: s.ownAddress(), CSR: key.CSRPEM}
+	host, err := s.hostname()
+	if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "this host's hostname, which the cluster checks, cannot be read (%v): give the host one (hostnamectl set-hostname NAME) and join again", err))
+	}
+	jreq := api.JoinRequest{Name: tok.Name, Secret: tok.Secret, Address: s.ownAddress(), CSR: key.CSRPEM, Hostname: host}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	creds, server, err := cluster.RequestJoin(rctx, tok, jreq)
@@ -228,7 +238,7 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	}
 	jreq.CSR = ""
 	rec = &Record{State: state.JoinJoining, Name: tok.Name, Secret: tok.Secret, Roles: creds.Roles, Fingerprint: tok.Fingerprint,
-		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken}
+		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken, Hostname: host}
 	if err := s.saveJoin(ctx, *rec); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -252,6 +262,14 @@ func joinRefused(err error) error {
 		return rest.Errorf(rest.ErrForbidden, "no cluster address in the token proved to be the cluster the token names (nothing was sent): %v", err)
 	}
 	return rest.Errorf(rest.ErrNotReady, "%v", err)
+}
+
+// hostname is this host's OS hostname.
+func (s *Service) hostname() (string, error) {
+	if s.Hostname != nil {
+		return s.Hostname()
+	}
+	return os.Hostname()
 }
 
 // ownAddress is this node's API address for the cluster's records.
