@@ -104,7 +104,7 @@ func newClusterListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return render(os.Stdout, listFormat, members, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "NAME\tADDRESS\tROLES\tNODE\tTUNNEL\tIMAGES\tSTATE\tVERSION\tLAST HEARTBEAT")
+				fmt.Fprintln(tw, "NAME\tHOSTNAME\tADDRESS\tROLES\tNODE\tTUNNEL\tIMAGES\tSTATE\tVERSION\tLAST HEARTBEAT")
 				for _, m := range members {
 					fmt.Fprintln(tw, memberRow(m, time.Now()))
 				}
@@ -159,7 +159,7 @@ func memberRow(m api.Member, now time.Time) string {
 	if m.Maintenance {
 		node += ",maintenance"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", m.Name, str(m.Address), str(strings.Join(m.Roles, ",")), node,
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", m.Name, str(m.Hostname), str(m.Address), str(strings.Join(m.Roles, ",")), node,
 		str(m.Tunnel), str(m.Images), str(strings.Join(m.State, ",")), str(m.Version), hb)
 }
 

@@ -38,12 +38,12 @@ func TestMemberRow(t *testing.T) {
 		m    api.Member
 		want string
 	}{
-		{api.Member{Name: "node2", Address: "10.0.0.2:8443", Roles: []string{"compute", "network"}, NodeState: "Ready", Version: "v1", LastHeartbeat: &beat,
+		{api.Member{Name: "node2", Hostname: "edge-2", Address: "10.0.0.2:8443", Roles: []string{"compute", "network"}, NodeState: "Ready", Version: "v1", LastHeartbeat: &beat,
 			Tunnel: "geneve 10.0.0.2", Images: "current"},
-			"node2\t10.0.0.2:8443\tcompute,network\tReady\tgeneve 10.0.0.2\tcurrent\t-\tv1\t42s ago"},
-		{api.Member{Name: "node3", NodeState: "absent"}, "node3\t-\t-\tabsent\t-\t-\t-\t-\tnever"},
+			"node2\tedge-2\t10.0.0.2:8443\tcompute,network\tReady\tgeneve 10.0.0.2\tcurrent\t-\tv1\t42s ago"},
+		{api.Member{Name: "node3", NodeState: "absent"}, "node3\t-\t-\t-\tabsent\t-\t-\t-\t-\tnever"},
 		{api.Member{Name: "node1", Local: true, LastHeartbeat: &now, NodeState: "Ready", Maintenance: true, State: []string{"glance", "mariadb"}},
-			"node1\t-\t-\tReady,maintenance\t-\t-\tglance,mariadb\t-\t(this node)"},
+			"node1\t-\t-\t-\tReady,maintenance\t-\t-\tglance,mariadb\t-\t(this node)"},
 	} {
 		if got := memberRow(c.m, now); got != c.want {
 			t.Errorf("memberRow(%s) = %q, want %q", c.m.Name, got, c.want)

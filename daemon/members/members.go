@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,7 +96,8 @@ func (s *Service) localMember() *api.Member {
 	ctx, cancel := context.WithTimeout(s.st.Ctx, 5*time.Second)
 	defer cancel()
 	now := time.Now()
-	m := &api.Member{Name: s.st.Cfg.NodeName, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: s.st.Started}
+	host, _ := os.Hostname()
+	m := &api.Member{Name: s.st.Cfg.NodeName, Hostname: host, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: s.st.Started}
 	if s.Address != nil {
 		m.Address = s.Address()
 	}
