@@ -1,0 +1,126 @@
+package join
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/rest"
+	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/store"
+)
+
+// hostCluster serves the cluster's real join endpoints over TLS on 127.0.0.1 with SQLite
+// in memory, on a host called hostname; its Kubernetes is a stand-in that counts the
+// agent credentials it issued.
+func hostCluster(t *testing.T, hostname string) (*cluster.Service, *atomic.Int32) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := cluster.EnsureCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := cluster.EnsureServerCert(ca, dir, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.OpenMemory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	l, err := tls.Listen("tcp", "127.0.0.1:0", cluster.ServerTLSConfig(cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents atomic.Int32
+	svc := &cluster.Service{DB: db, CA: ca,
+		Hostname:  func() string { return hostname },
+		Local:     func() *api.Member { return &api.Member{Name: "node1", Local: true} },
+		Addresses: func() []string { return []string{l.Addr().String()} },
+		Agent: func(context.Context, string) (cluster.AgentCredential, error) {
+			agents.Add(1)
+			return cluster.AgentCredential{ServerURL: "not-a-url", Token: "fake", Expires: time.Now().Add(time.Minute)}, nil
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rest.Serve(ctx, l, rest.NewRouter(svc.Endpoints())) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve() = %v, want nil", err)
+		}
+	})
+	return svc, &agents
+}
+
+// postJoin sends POST /1.0/cluster/join-remote to s's router and answers its status and
+// body.
+func postJoin(s *Service, body string) (int, string) {
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/1.0/cluster/join-remote", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	rest.NewRouter(s.Endpoints()).ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+// TestJoinSendsHostname: a joining daemon sends its host's hostname, and the cluster's
+// refusal of one the answering node has comes back as its own 409 with the fix, with
+// nothing kept on either side; the same token is then accepted from a renamed host. The
+// accepted join stops at a tunnel interface that does not exist, which is checked after
+// the cluster's answer and before anything is kept or started.
+func TestJoinSendsHostname(t *testing.T) {
+	svc, agents := hostCluster(t, "vm")
+	ctx := context.Background()
+	tok, err := cluster.Issue(ctx, svc.DB, "node2", nil, time.Hour, svc.Addresses(), svc.CA.Fingerprint(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.OpenMemory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := New(&state.State{Cfg: state.Config{StateDir: t.TempDir(), NodeName: "node2"}, DB: db, Ctx: ctx}, func() string { return "127.0.0.9:8443" })
+	host := "VM"
+	s.Hostname = func() (string, error) { return host, nil }
+
+	code, body := postJoin(s, `{"token":"`+tok.Encode()+`"}`)
+	want := `the cluster refused the join: this host's hostname \"VM\" is also the hostname of node1 (the node answering this join)`
+	if code != http.StatusConflict || !strings.Contains(body, want) || !strings.Contains(body, "hostnamectl set-hostname NAME") {
+		t.Errorf("POST cluster/join-remote from host VM = %d %s, want 409 saying %s and the fix", code, body, want)
+	}
+	for _, p := range []string{s.joinFile(), s.identityDir()} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("the refused join left %s on the joining node, want nothing", p)
+		}
+	}
+	if _, ok, _ := s.st.Get(ctx, state.KeyTunnelWanted); ok {
+		t.Errorf("the refused join recorded %s on the joining node, want nothing", state.KeyTunnelWanted)
+	}
+	if n := agents.Load(); n != 0 {
+		t.Errorf("the refused join got %d agent credentials, want none", n)
+	}
+	if ms, err := svc.DB.ListMembers(ctx); err != nil || len(ms) != 0 {
+		t.Errorf("members after the refused join = %+v, %v, want none", ms, err)
+	}
+
+	host = "edge-2"
+	code, body = postJoin(s, `{"token":"`+tok.Encode()+`","tunnel_interface":"osdt-none0"}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, `tunnel interface \"osdt-none0\"`) {
+		t.Errorf("POST cluster/join-remote from host edge-2 = %d %s, want the cluster's acceptance, then 400 on the tunnel interface", code, body)
+	}
+	if n := agents.Load(); n != 1 {
+		t.Errorf("the cluster issued %d agent credentials to the renamed host, want 1 (the same token accepted)", n)
+	}
+}
