@@ -19,11 +19,11 @@ type joinStep struct {
 	key *MemberKey
 }
 
-// issueJoin issues a join token for name as an operator.
-func (tc *testCluster) issueJoin(t *testing.T, name string) joinStep {
+// issueJoin issues a join token for name with roles as an operator.
+func (tc *testCluster) issueJoin(t testing.TB, name string, roles ...string) joinStep {
 	t.Helper()
 	var issued api.IssuedToken
-	if err := tc.client(t, tc.trustedClient(t, "admin-"+name)).Query(context.Background(), http.MethodPost, "cluster/tokens", api.TokenRequest{Name: name}, &issued); err != nil {
+	if err := tc.client(t, tc.trustedClient(t, "admin-"+name)).Query(context.Background(), http.MethodPost, "cluster/tokens", api.TokenRequest{Name: name, Roles: roles}, &issued); err != nil {
 		t.Fatalf("POST cluster/tokens = %v", err)
 	}
 	tok, err := DecodeToken(issued.Token)

@@ -133,30 +133,18 @@ func (tc *testCluster) trustedClient(t testing.TB, name string) *tls.Certificate
 // the way a joining daemon does; it returns the member's identity, saved under dir.
 func (tc *testCluster) join(t testing.TB, name, dir string, roles ...string) *MemberIdentity {
 	t.Helper()
-	ctx := context.Background()
-	var issued api.IssuedToken
-	if err := tc.client(t, tc.trustedClient(t, "admin-"+name)).Query(ctx, http.MethodPost, "cluster/tokens", api.TokenRequest{Name: name, Roles: roles}, &issued); err != nil {
-		t.Fatalf("POST cluster/tokens = %v", err)
-	}
-	tok, err := DecodeToken(issued.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := NewMemberKey(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := api.JoinRequest{Name: name, Secret: tok.Secret, Address: "127.0.0.9:8443", CSR: key.CSRPEM}
-	creds, addr, err := RequestJoin(ctx, tok, req)
+	j := tc.issueJoin(t, name, roles...)
+	creds, addr, err := j.first("")
 	if err != nil {
 		t.Fatalf("RequestJoin(%s) = %v", name, err)
 	}
-	id, err := SaveMemberIdentity(dir, tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key)
+	id, err := SaveMemberIdentity(dir, j.tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, j.key.Key)
 	if err != nil {
 		t.Fatalf("SaveMemberIdentity(%s) = %v", name, err)
 	}
+	req := j.request("")
 	req.CSR = ""
-	if _, err := CompleteJoinWith(ctx, tok.Fingerprint, addr, id.Cert, req); err != nil {
+	if _, err := CompleteJoinWith(context.Background(), j.tok.Fingerprint, addr, id.Cert, req); err != nil {
 		t.Fatalf("CompleteJoinWith(%s) = %v", name, err)
 	}
 	return id
