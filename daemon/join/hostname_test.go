@@ -21,8 +21,9 @@ import (
 
 // hostCluster serves the cluster's real join endpoints over TLS on 127.0.0.1 with SQLite
 // in memory, on a host called hostname; its Kubernetes is a stand-in that counts the
-// agent credentials it issued.
-func hostCluster(t *testing.T, hostname string) (*cluster.Service, *atomic.Int32) {
+// agent credentials it issued. older makes its first join step decode requests as
+// clusters did before joiners sent hostnames.
+func hostCluster(t *testing.T, hostname string, older bool) (*cluster.Service, *atomic.Int32) {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := cluster.EnsureCA(dir)
@@ -54,7 +55,15 @@ func hostCluster(t *testing.T, hostname string) (*cluster.Service, *atomic.Int32
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- rest.Serve(ctx, l, rest.NewRouter(svc.Endpoints())) }()
+	endpoints := svc.Endpoints()
+	if older {
+		for i, e := range endpoints {
+			if e.Path == "cluster/join" {
+				endpoints[i].Post.Handler = olderJoin(svc)
+			}
+		}
+	}
+	go func() { done <- rest.Serve(ctx, l, rest.NewRouter(endpoints)) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -62,6 +71,51 @@ func hostCluster(t *testing.T, hostname string) (*cluster.Service, *atomic.Int32
 		}
 	})
 	return svc, &agents
+}
+
+// olderJoin is POST /1.0/cluster/join as clusters answered it before join requests had
+// a hostname: the same strict decoding, of the request as it was then.
+func olderJoin(svc *cluster.Service) func(*http.Request) rest.Response {
+	return func(r *http.Request) rest.Response {
+		var req struct {
+			Name    string `json:"name"`
+			Secret  string `json:"secret"`
+			Address string `json:"address"`
+			CSR     string `json:"csr,omitempty"`
+		}
+		if err := rest.DecodeJSON(r, &req, 16<<10); err != nil {
+			return rest.ErrorResponse(err)
+		}
+		resp, err := cluster.HandleJoin(r.Context(), svc, api.JoinRequest{Name: req.Name, Secret: req.Secret, Address: req.Address, CSR: req.CSR})
+		if err != nil {
+			return rest.ErrorResponse(err)
+		}
+		return rest.SyncResponse(resp)
+	}
+}
+
+// issueFor issues a join token for name on svc.
+func issueFor(t *testing.T, svc *cluster.Service, name string) cluster.Token {
+	t.Helper()
+	tok, err := cluster.Issue(context.Background(), svc.DB, name, nil, time.Hour, svc.Addresses(), svc.CA.Fingerprint(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// joiner is the join resource of a node called name on a host whose hostname is host's.
+func joiner(t *testing.T, name string, host func() (string, error)) *Service {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.OpenMemory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := New(&state.State{Cfg: state.Config{StateDir: t.TempDir(), NodeName: name}, DB: db, Ctx: ctx}, func() string { return "127.0.0.9:8443" })
+	s.Hostname = host
+	return s
 }
 
 // postJoin sends POST /1.0/cluster/join-remote to s's router and answers its status and
@@ -80,20 +134,11 @@ func postJoin(s *Service, body string) (int, string) {
 // accepted join stops at a tunnel interface that does not exist, which is checked after
 // the cluster's answer and before anything is kept or started.
 func TestJoinSendsHostname(t *testing.T) {
-	svc, agents := hostCluster(t, "vm")
+	svc, agents := hostCluster(t, "vm", false)
 	ctx := context.Background()
-	tok, err := cluster.Issue(ctx, svc.DB, "node2", nil, time.Hour, svc.Addresses(), svc.CA.Fingerprint(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.OpenMemory(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s := New(&state.State{Cfg: state.Config{StateDir: t.TempDir(), NodeName: "node2"}, DB: db, Ctx: ctx}, func() string { return "127.0.0.9:8443" })
+	tok := issueFor(t, svc, "node2")
 	host := "VM"
-	s.Hostname = func() (string, error) { return host, nil }
+	s := joiner(t, "node2", func() (string, error) { return host, nil })
 
 	code, body := postJoin(s, `{"token":"`+tok.Encode()+`"}`)
 	want := `the cluster refused the join: this host's hostname \"VM\" is also the hostname of node1 (the node answering this join)`
@@ -122,5 +167,20 @@ func TestJoinSendsHostname(t *testing.T) {
 	}
 	if n := agents.Load(); n != 1 {
 		t.Errorf("the cluster issued %d agent credentials to the renamed host, want 1 (the same token accepted)", n)
+	}
+}
+
+// TestJoinOlderCluster: a cluster from before joins sent hostnames refuses the unknown
+// field; the joiner then joins as joiners of that version did (accepted, unchecked).
+func TestJoinOlderCluster(t *testing.T) {
+	svc, agents := hostCluster(t, "vm", true)
+	tok := issueFor(t, svc, "node2")
+	s := joiner(t, "node2", func() (string, error) { return "vm", nil })
+	code, body := postJoin(s, `{"token":"`+tok.Encode()+`","tunnel_interface":"osdt-none0"}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, `tunnel interface \"osdt-none0\"`) {
+		t.Errorf("POST cluster/join-remote to an older cluster = %d %s, want its acceptance, then 400 on the tunnel interface", code, body)
+	}
+	if n := agents.Load(); n != 1 {
+		t.Errorf("the older cluster issued %d agent credentials, want 1", n)
 	}
 }

@@ -216,6 +216,13 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	creds, server, err := cluster.RequestJoin(rctx, tok, jreq)
+	if olderCluster(err) {
+		// A cluster from before joins sent hostnames refuses the field: join as joiners
+		// of its version did (it checks no hostname).
+		slog.Warn("the cluster does not take a joining host's hostname: joining without it (no check that it is unique)", "server", server)
+		jreq.Hostname = ""
+		creds, server, err = cluster.RequestJoin(rctx, tok, jreq)
+	}
 	if err != nil {
 		return rest.ErrorResponse(joinRefused(err))
 	}
@@ -238,7 +245,7 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	}
 	jreq.CSR = ""
 	rec = &Record{State: state.JoinJoining, Name: tok.Name, Secret: tok.Secret, Roles: creds.Roles, Fingerprint: tok.Fingerprint,
-		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken, Hostname: host}
+		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken, Hostname: jreq.Hostname}
 	if err := s.saveJoin(ctx, *rec); err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -262,6 +269,14 @@ func joinRefused(err error) error {
 		return rest.Errorf(rest.ErrForbidden, "no cluster address in the token proved to be the cluster the token names (nothing was sent): %v", err)
 	}
 	return rest.Errorf(rest.ErrNotReady, "%v", err)
+}
+
+// olderCluster says whether err is the refusal of a join request's hostname field by a
+// cluster whose version predates it (its strict decoding names the unknown field).
+func olderCluster(err error) bool {
+	var apiErr *client.Error
+	return errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest &&
+		strings.Contains(apiErr.Message, `unknown field "hostname"`)
 }
 
 // hostname is this host's OS hostname.
