@@ -101,9 +101,9 @@ func ParseCSR(csrPEM string) (crypto.PublicKey, error) {
 // HandleJoin answers a join request: the request is well formed, the token proves the
 // name, the name is not already a member, no other node has the joiner's hostname; then
 // the joiner gets its member certificate, the CA, its roles and the credential for its
-// k3s agent. Nothing is stored, so a join
-// that fails later can retry with the same token (each retry replaces the node's agent
-// credential); registration happens in HandleJoinComplete. Errors wrap rest sentinels:
+// k3s agent. Nothing is stored, so a join that fails later can retry with the same
+// token (each retry replaces the node's agent credential); registration happens in
+// HandleJoinComplete. Errors wrap rest sentinels:
 // 400 malformed, 401 a token the caller cannot prove, 403 expired, revoked, used or
 // another name's, 409 already a member or hostname taken, 503 Kubernetes not ready.
 func HandleJoin(ctx context.Context, deps JoinDeps, req api.JoinRequest) (api.JoinResponse, error) {
