@@ -477,7 +477,7 @@ func TestNovaConfig(t *testing.T) {
 			"api_database":       {"connection": "mysql+pymysql://nova:@@NOVA_DB_PASSWORD@@@mariadb.openstack.svc/nova_api"},
 			"database":           {"connection": "mysql+pymysql://nova:@@NOVA_DB_PASSWORD@@@mariadb.openstack.svc/nova"},
 			"conductor":          {"workers": "1"},
-			"scheduler":          {"workers": "1", "discover_hosts_in_cells_interval": "30"},
+			"scheduler":          {"workers": "1", "discover_hosts_in_cells_interval": "10"},
 			"neutron":            {"service_metadata_proxy": "true", "metadata_proxy_shared_secret": "@@METADATA_SECRET@@"},
 			"keystone_authtoken": {"auth_url": ks, "username": "nova", "password": "@@NOVA_KEYSTONE_PASSWORD@@", "memcached_servers": "memcached:11211"},
 			"vnc":                {"novncproxy_host": "0.0.0.0", "novncproxy_port": "6080"},

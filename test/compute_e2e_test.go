@@ -196,7 +196,21 @@ func joinCompute(t *testing.T, n *node, n2 *nsNode, f *figures, what string) {
 		pods, _ := n.kubectl("get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+cnName)
 		t.Fatalf("nova-compute on %s not up in Nova 6 minutes after the join; its pods:\n%s", cnName, pods)
 	}
-	f.add(t, "%s: token to joined member %.1f s, to nova-compute up in Nova %.1f s", what, joined.Seconds(), up.Seconds())
+	// A server can be asked of the node once Nova has mapped it to cell1 (the scheduler's
+	// periodic discovery, every 10 s): until then it answers "Host ... is not mapped to
+	// any cell". Nova lists a hypervisor only once its host is mapped.
+	var mapped time.Duration
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		out, err := n.openstack("hypervisor", "list", "-f", "value", "-c", "Hypervisor Hostname")
+		if err == nil && slices.Contains(strings.Fields(out), cnName) {
+			mapped = time.Since(t0)
+			break
+		}
+	}
+	if mapped == 0 {
+		t.Fatalf("%s up in Nova but not mapped to a cell (not in openstack hypervisor list) 2 minutes later: the scheduler's discover_hosts_in_cells_interval is 10 s", cnName)
+	}
+	f.add(t, "%s: token to joined member %.1f s, to nova-compute up in Nova %.1f s, to its host mapped (servers can be asked of it) %.1f s", what, joined.Seconds(), up.Seconds(), mapped.Seconds())
 }
 
 // member is node 2's or node 1's entry in osd cluster list on the cloud.
