@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -183,5 +184,56 @@ func TestClientAgainstFakeKeystone(t *testing.T) {
 	}
 	if _, err := c.ListNetworks(ctx, ""); !errors.Is(err, ErrNoService) {
 		t.Errorf("ListNetworks(no network service) error = %v, want ErrNoService", err)
+	}
+}
+
+// TestDisableUnmappedHost: Nova answers 404 "not mapped to any cell" to disabling the
+// service of a host it has not mapped yet; that is ErrHostNotMapped, other errors are not.
+func TestDisableUnmappedHost(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "POST" && r.URL.Path == "/v3/auth/tokens":
+			w.Header().Set("X-Subject-Token", "tok")
+			w.WriteHeader(201)
+			json.NewEncoder(w).Encode(map[string]any{"token": map[string]any{
+				"expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+				"project":    map[string]any{"id": "p1"}, "user": map[string]any{"id": "u1"},
+				"catalog": []CatalogEntry{{Type: "compute", Endpoints: []Endpoint{{Interface: "public", Region: "RegionOne", URL: srv.URL + "/compute/v2.1"}}}},
+			}})
+		case r.Method == "GET" && r.URL.Path == "/compute/v2.1/os-services":
+			host := r.URL.Query().Get("host")
+			fmt.Fprintf(w, `{"services": [{"id": 6, "binary": "nova-compute", "host": %q, "status": "enabled", "state": "up"}]}`, host)
+		case r.Method == "PUT" && r.URL.Path == "/compute/v2.1/os-services/disable-log-reason":
+			var body map[string]string
+			json.NewDecoder(r.Body).Decode(&body)
+			switch body["host"] {
+			case "new":
+				w.WriteHeader(404)
+				w.Write([]byte(`{"itemNotFound": {"code": 404, "message": "Host 'new' is not mapped to any cell"}}`))
+			case "gone":
+				w.WriteHeader(404)
+				w.Write([]byte(`{"itemNotFound": {"code": 404, "message": "Compute host gone could not be found."}}`))
+			default:
+				w.Write([]byte(`{"service": {"status": "disabled"}}`))
+			}
+		default:
+			w.WriteHeader(500)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c, err := Authenticate(ctx, Credentials{AuthURL: srv.URL + "/v3", Username: "admin", Password: "x", ProjectName: "admin"})
+	if err != nil {
+		t.Fatalf("Authenticate: %v", err)
+	}
+	if changed, err := c.DisableComputeService(ctx, "new", "r"); changed || !errors.Is(err, ErrHostNotMapped) || !strings.Contains(err.Error(), "not mapped to any cell") {
+		t.Errorf("DisableComputeService(unmapped) = %v, %v, want false, ErrHostNotMapped with Nova's message", changed, err)
+	}
+	if changed, err := c.DisableComputeService(ctx, "gone", "r"); changed || err == nil || errors.Is(err, ErrHostNotMapped) {
+		t.Errorf("DisableComputeService(other 404) = %v, %v, want false and an error that is not ErrHostNotMapped", changed, err)
+	}
+	if changed, err := c.DisableComputeService(ctx, "mapped", "r"); !changed || err != nil {
+		t.Errorf("DisableComputeService(mapped) = %v, %v, want true, nil", changed, err)
 	}
 }

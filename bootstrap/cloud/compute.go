@@ -3,8 +3,10 @@ package cloud
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -190,9 +192,15 @@ func (c *Client) ComputeServices(ctx context.Context, host string) ([]ComputeSer
 	return out.Services, err
 }
 
+// ErrHostNotMapped: Nova has a compute service for the host but has not mapped the host to
+// a cell yet (the scheduler does so periodically after its nova-compute registers), so it
+// cannot address the service by host, and no server can be placed there yet either.
+var ErrHostNotMapped = errors.New("host not mapped to a cell yet")
+
 // DisableComputeService stops the scheduler from placing servers on host's nova-compute
 // (the API before microversion 2.53 addresses services by host and binary). It reports
-// whether the service was enabled before.
+// whether the service was enabled before; ErrHostNotMapped (wrapping Nova's answer) for
+// a host Nova has not mapped to a cell yet.
 func (c *Client) DisableComputeService(ctx context.Context, host, reason string) (bool, error) {
 	svcs, err := c.ComputeServices(ctx, host)
 	if err != nil {
@@ -202,5 +210,9 @@ func (c *Client) DisableComputeService(ctx context.Context, host, reason string)
 		return false, nil
 	}
 	body := map[string]string{"host": host, "binary": "nova-compute", "disabled_reason": reason}
-	return true, c.do(ctx, "PUT", compute, "os-services/disable-log-reason", nil, body, nil)
+	err = c.do(ctx, "PUT", compute, "os-services/disable-log-reason", nil, body, nil)
+	if IsNotFound(err) && strings.Contains(err.Error(), "not mapped to any cell") {
+		return false, fmt.Errorf("%w: %w", ErrHostNotMapped, err)
+	}
+	return err == nil, err
 }

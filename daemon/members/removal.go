@@ -2,6 +2,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/node"
@@ -66,7 +68,7 @@ func (s *Service) removeNode(ctx context.Context, name string, force bool) error
 		slog.Warn("removing a node with VMs (forced)", "node", name, "vms", vms)
 	}
 	// Nova first: no new server lands on a compute host that is leaving.
-	if err := s.disableCompute(ctx, name, "osd cluster remove", force); err != nil {
+	if err := s.disableCompute(ctx, name, removeReason, force); err != nil {
 		return err
 	}
 	patch := []byte(`{"spec":{"unschedulable":true}}`)
@@ -109,6 +111,9 @@ func StateRefusal(name string, held []string) error {
 		name, strings.Join(held, ", "))
 }
 
+// removeReason is the disabled reason Nova shows for a node being removed.
+const removeReason = "osd cluster remove"
+
 // disableCompute disables name's nova-compute with reason when the cloud runs; with force,
 // a cloud that cannot be reached is only logged.
 func (s *Service) disableCompute(ctx context.Context, name, reason string, force bool) error {
@@ -121,6 +126,15 @@ func (s *Service) disableCompute(ctx context.Context, name, reason string, force
 		if changed, err = c.DisableComputeService(ctx, name, reason); err == nil && changed {
 			slog.Info("disabled nova-compute", "node", name, "reason", reason)
 		}
+	}
+	if errors.Is(err, cloud.ErrHostNotMapped) {
+		if reason == removeReason {
+			// Not mapped yet: the scheduler cannot place a server there either, and
+			// forgetting the host deletes its service all the same.
+			slog.Info("nova-compute not mapped to a cell yet: nothing to disable", "node", name)
+			return nil
+		}
+		return fmt.Errorf("disable nova-compute on %s: Nova has not mapped the host to its cell yet (it does within 10 s of the node's nova-compute registering): try again in a few seconds", name)
 	}
 	if err != nil && !force {
 		return fmt.Errorf("disable nova-compute on %s: %w (--force goes on without)", name, err)
