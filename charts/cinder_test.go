@@ -171,6 +171,11 @@ func TestCinderCeph(t *testing.T) {
 	if _, ok := conf["lvm"]; ok {
 		t.Errorf("cinder.conf with ceph has an [lvm] section")
 	}
+	// os-brick's privsep daemon keeps no capability: the unprivileged cinder-backup has
+	// none to keep (with the default CAP_SYS_ADMIN its privsep daemon cannot start).
+	if caps, ok := conf["privsep_osbrick"]["capabilities"]; !ok || caps != "" {
+		t.Errorf("cinder.conf [privsep_osbrick] capabilities = %q (set: %t), want set and empty", caps, ok)
+	}
 	if got := c.config.StringData["ceph.conf"]; got != "[global]\nmon_host = 10.0.0.5\n" {
 		t.Errorf("cinder's ceph.conf = %q, want the monitor's address only", got)
 	}

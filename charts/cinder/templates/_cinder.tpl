@@ -51,6 +51,12 @@ and the keyrings of client.cinder and client.cinder-backup.
 {{- $_ := set $conf $b (deepCopy (index .Values.conf.backends $b)) -}}
 {{- $files := dict "cinder.conf" $conf "uwsgi.ini" .Values.conf.uwsgi -}}
 {{- if eq $b "ceph" -}}
+{{- /* os-brick's privsep daemon keeps CAP_SYS_ADMIN by default, which the non-root,
+unprivileged cinder-backup container does not have: the daemon fails to start ("Failed
+to drop privileges": capset EPERM) and every backup stays "creating". With RBD nothing
+os-brick does for Cinder needs a capability (the backup driver reads volumes through
+librbd; privsep only reads the host's ids as uid 0), so it keeps none. */ -}}
+{{- $_ := set $conf "privsep_osbrick" (merge (dict "capabilities" "") (index $conf "privsep_osbrick" | default dict)) -}}
 {{- $_ := set $files "ceph.conf" (dict "global" (dict "mon_host" .Values.ceph.monHost)) -}}
 {{- $_ := set $files "ceph.client.cinder.keyring" (dict "client.cinder" (dict "key" "@@CEPH_CINDER_KEY@@")) -}}
 {{- $_ := set $files "ceph.client.cinder-backup.keyring" (dict "client.cinder-backup" (dict "key" "@@CEPH_CINDER_BACKUP_KEY@@")) -}}
