@@ -242,7 +242,8 @@ outputs:
 		cleanup.volumes = append(cleanup.volumes, huge)
 		took := n.waitField(t, 2*time.Minute, []string{"volume"}, huge, "status", []string{"error"})
 		msg, _ := n.openstack("--os-volume-api-version", "3.3", "volume", "message", "list", "-f", "value", "-c", "User Message", "-c", "Resource ID")
-		if !strings.Contains(msg, huge) || !strings.Contains(msg, "No valid backend") && !strings.Contains(msg, "could not find any available weighted backend") && !strings.Contains(strings.ToLower(msg), "insufficient") {
+		lower := strings.ToLower(msg) // Zed says "Could not find any available weighted backend."
+		if !strings.Contains(msg, huge) || !strings.Contains(lower, "no valid backend") && !strings.Contains(lower, "could not find any available weighted backend") && !strings.Contains(lower, "insufficient") {
 			t.Errorf("Cinder's messages = %s\nwant one for %s saying no backend had room", msg, huge)
 		}
 		t.Logf("%d GiB volume in error after %s: %s", size, took.Round(time.Millisecond), strings.TrimSpace(msg))
