@@ -302,8 +302,10 @@ func gatewayHost(t *testing.T, n *node) string {
 type guest struct{ name, id, ip, host string }
 
 // bootOn boots a server on host (nova:HOST) with osd's key and waits for its DHCP lease and
-// its uuid from the metadata service on its console.
-func bootOn(t *testing.T, n *node, name, host string) (guest, time.Duration) {
+// its uuid from the metadata service on its console; without them it logs the state of the
+// server's port in Neutron, OVN and on host (in runs a command in host's namespaces) while
+// the server still runs.
+func bootOn(t *testing.T, n *node, name, host string, in func(args ...string) *exec.Cmd) (guest, time.Duration) {
 	t.Helper()
 	t0 := time.Now()
 	var id string
@@ -330,6 +332,7 @@ func bootOn(t *testing.T, n *node, name, host string) (guest, time.Duration) {
 	g.ip = m[1]
 	console := n.waitConsole(t, id, 4*time.Minute, "osd-guest: metadata uuid "+id, "osd-guest: metadata unreachable")
 	if !strings.Contains(console, "osd-guest: eth0 "+g.ip+"/") || !strings.Contains(console, "osd-guest: metadata uuid "+id) {
+		t.Logf("server %s on %s without its lease or metadata: its network as it is now:\n%s", name, host, serverNetDiagnostics(n, in, host, id))
 		t.Fatalf("server %s on %s: console lacks its OVN DHCP lease %s or its uuid from the metadata service:\n%s", name, host, g.ip, tail(console, 30))
 	}
 	return g, took
@@ -398,10 +401,10 @@ func guestTCP(t *testing.T, n *node, inNode func(args ...string) *exec.Cmd, netn
 // left to offload (a virtio guest's TCP) at the tunnel (README: the limit of the userspace
 // datapath).
 func checkCrossNode(t *testing.T, n *node, n2 *nsNode, node1 string, f *figures) {
-	vm2, took2 := bootOn(t, n, "ce2e-node2", cnName)
-	vm1, took1 := bootOn(t, n, "ce2e-node1", node1)
-	f.add(t, "server create to ACTIVE: on node 2 %.1f s, on node 1 %.1f s (ratio %.2f)", took2.Seconds(), took1.Seconds(), took2.Seconds()/took1.Seconds())
 	onHost := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
+	vm2, took2 := bootOn(t, n, "ce2e-node2", cnName, n2.nsenter)
+	vm1, took1 := bootOn(t, n, "ce2e-node1", node1, onHost)
+	f.add(t, "server create to ACTIVE: on node 2 %.1f s, on node 1 %.1f s (ratio %.2f)", took2.Seconds(), took1.Seconds(), took2.Seconds()/took1.Seconds())
 	netns := "ovnmeta-" + n.field(t, "network", "show", "osd-net", "-f", "value", "-c", "id")
 	across := metadataPing(t, onHost, netns, "node 1", vm2.ip)
 	back := metadataPing(t, n2.nsenter, netns, "node 2", vm1.ip)
@@ -632,6 +635,7 @@ func computeDiagnostics(n *node, n2 *nsNode) string {
 		run(node.name+" addresses", node.in("ip", "-br", "addr"))
 		run(node.name+" routes", node.in("ip", "route"))
 		run(node.name+" ovs", node.in("ovs-vsctl", "show"))
+		run(node.name+" OpenFlow flows on br-int", node.in("sh", "-c", "ovs-ofctl dump-flows br-int | grep -c ."))
 		run(node.name+" ovs routes", node.in("ovs-appctl", "ovs/route/show"))
 		run(node.name+" tunnel neighbours", node.in("ovs-appctl", "tnl/neigh/show"))
 		run(node.name+" external ids", node.in("ovs-vsctl", "get", "open", ".", "external_ids"))

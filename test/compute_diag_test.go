@@ -1,0 +1,65 @@
+package test
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// serverNetDiagnostics is what a server without its DHCP lease needs to be understood,
+// taken while the server still runs on node (in runs a command in that node's
+// namespaces): its port as Neutron sees it (status, binding host, VIF type and details)
+// and the OVN agents of the node; the port in the OVN northbound database (up, options
+// such as requested-chassis, DHCP options) and southbound (the chassis it is bound to, the
+// one it asked for, up); both databases; on the node, the tap's packet counters (does the
+// guest send, does Open vSwitch answer), its Open vSwitch interface (ofport, error), the
+// number of OpenFlow flows on br-int, a trace of a DHCP discover from the port (does it
+// reach ovn-controller's DHCP responder), the datapath's flows; and the logs of the
+// node's ovn-controller, nova-compute and metadata agent with ovn-controller's connection
+// status.
+func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serverID string) string {
+	var b strings.Builder
+	run := func(what string, cmd *exec.Cmd, lines int) {
+		out, err := cmd.CombinedOutput()
+		fmt.Fprintf(&b, "--- %s (%v)\n%s\n", what, err, tail(string(out), lines))
+	}
+	osd := func(args ...string) *exec.Cmd { return exec.Command(n.bin, append(n.globalArgs(), args...)...) }
+	ovnDB := func(tool, db string, args ...string) *exec.Cmd {
+		return osd(append([]string{"kubectl", "-n", "openstack", "exec", "deploy/ovn-central", "-c", "northd", "--", tool, "--db=unix:/run/ovn/ovn" + db + "_db.sock"}, args...)...)
+	}
+	out, _ := n.openstack("port", "list", "--server", serverID, "-f", "value", "-c", "ID", "-c", "MAC Address")
+	portID, mac, _ := strings.Cut(strings.TrimSpace(strings.Split(strings.TrimSpace(out), "\n")[0]), " ")
+	fmt.Fprintf(&b, "server %s on %s: port %q, MAC %q\n", serverID, node, portID, mac)
+	if portID == "" {
+		return b.String() + out
+	}
+	out, err := n.openstack("port", "show", portID, "-f", "yaml", "-c", "status", "-c", "binding_host_id", "-c", "binding_vif_type", "-c", "binding_vif_details", "-c", "fixed_ips")
+	fmt.Fprintf(&b, "--- neutron port (%v)\n%s\n", err, tail(out, 40))
+	out, err = n.openstack("network", "agent", "list", "--host", node)
+	fmt.Fprintf(&b, "--- neutron agents on %s (%v)\n%s\n", node, err, tail(out, 20))
+	run("northbound port", ovnDB("ovn-nbctl", "nb", "--columns=name,up,addresses,port_security,options,dhcpv4_options", "find", "Logical_Switch_Port", "name="+portID), 20)
+	run("southbound port binding", ovnDB("ovn-sbctl", "sb", "--columns=logical_port,chassis,requested_chassis,up,options,tunnel_key", "find", "Port_Binding", "logical_port="+portID), 20)
+	run("ovn-sbctl show", ovnDB("ovn-sbctl", "sb", "show"), 60)
+	run("chassis_private", ovnDB("ovn-sbctl", "sb", "--columns=name,nb_cfg,external_ids", "list", "Chassis_Private"), 30)
+	run("ovn-nbctl show", ovnDB("ovn-nbctl", "nb", "show"), 60)
+
+	tap := "tap" + portID[:min(11, len(portID))]
+	run(node+" tap "+tap, in("ip", "-s", "link", "show", tap), 20)
+	run(node+" ovs interface "+tap, in("ovs-vsctl", "--columns=name,ofport,error,admin_state,link_state,mtu,external_ids", "list", "Interface", tap), 20)
+	run(node+" ovs-vsctl show", in("ovs-vsctl", "show"), 60)
+	run(node+" OpenFlow flows on br-int", in("sh", "-c", "ovs-ofctl dump-flows br-int | grep -c ."), 2)
+	run(node+" br-int port counters", in("ovs-ofctl", "dump-ports", "br-int"), 40)
+	discover := fmt.Sprintf("in_port=%s,udp,dl_src=%s,dl_dst=ff:ff:ff:ff:ff:ff,nw_src=0.0.0.0,nw_dst=255.255.255.255,tp_src=68,tp_dst=67", tap, mac)
+	run(node+" trace of a DHCP discover from the port", in("ovs-appctl", "ofproto/trace", "br-int", discover), 40)
+	run(node+" datapath flows", in("ovs-appctl", "dpctl/dump-flows"), 40)
+
+	pods, _ := n.kubectl("-n", "openstack", "get", "pods", "-o", "name", "--field-selector", "spec.nodeName="+node,
+		"-l", "app.kubernetes.io/component in (controller,controller-gateway,compute,metadata-agent)")
+	for _, pod := range strings.Fields(pods) {
+		run("logs "+pod, osd("kubectl", "-n", "openstack", "logs", pod, "--all-containers", "--tail", "60"), 60)
+		if strings.Contains(pod, "/ovn-controller") {
+			run(pod+" connection-status", osd("kubectl", "-n", "openstack", "exec", pod, "--", "ovn-appctl", "-t", "ovn-controller", "connection-status"), 5)
+		}
+	}
+	return b.String()
+}
