@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/netsetup/ovsdb"
+	"github.com/vishvananda/netlink"
 )
 
 // Datapath types of OVS bridges.
@@ -201,7 +202,41 @@ func StopOVS(ctx context.Context, c OVSConfig) error {
 	if err := stopDaemon(ctx, c.pidfile("ovs-vswitchd"), "ovs-vswitchd"); err != nil {
 		return err
 	}
+	if err := removeNetdevTap(c.NetNS); err != nil {
+		return err
+	}
 	return stopDaemon(ctx, c.pidfile("ovsdb-server"), "ovsdb-server")
+}
+
+// netdevTap is the tap device ovs-vswitchd's userspace datapath creates (persistent) for
+// its first netdev bridge; it outlives the daemon.
+const netdevTap = "ovs-netdev"
+
+// removeNetdevTap deletes the userspace datapath's tap in the namespace at nsPath once
+// ovs-vswitchd no longer runs, so that a stopped Open vSwitch leaves no link behind
+// (nothing when there is none, or when it is not a tun/tap device).
+func removeNetdevTap(nsPath string) error {
+	h, err := netlinkHandle(nsPath)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(netdevTap)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return fmt.Errorf("look up %s: %w", netdevTap, err)
+	}
+	if l.Type() != "tuntap" {
+		return nil
+	}
+	if err := h.LinkDel(l); err != nil {
+		return fmt.Errorf("delete %s (the userspace datapath's tap): %w", netdevTap, err)
+	}
+	slog.Info("deleted " + netdevTap + " (the userspace datapath's tap)")
+	return nil
 }
 
 // ConnectOVS connects to the ovsdb-server of c.

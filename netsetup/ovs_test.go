@@ -2,6 +2,8 @@ package netsetup
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -93,6 +95,22 @@ func TestEnsureOVSLifecycle(t *testing.T) {
 	if err != nil || len(ids["system-id"]) != 36 {
 		t.Fatalf("ExternalIDs() = %v, %v, want a UUID system-id", ids, err)
 	}
+
+	// A netdev bridge makes the userspace datapath create its tap, which outlives
+	// ovs-vswitchd unless StopOVS deletes it.
+	if _, err := o.EnsureBridge(ctx, "br-tap-test", DatapathNetdev); err != nil {
+		t.Fatalf("EnsureBridge(netdev) = %v", err)
+	}
+	for i := 0; ; i++ { // ovs-vswitchd makes it when it reconfigures
+		out, err := exec.Command("ip", "-n", filepath.Base(ns), "link", "show", netdevTap).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("no %s 10 s after a netdev bridge: %v\n%s", netdevTap, err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	o.Close()
 
 	if err := StopOVS(ctx, c); err != nil {
@@ -102,6 +120,9 @@ func TestEnsureOVSLifecycle(t *testing.T) {
 		if pid := daemonPID(c.pidfile(d), d); pid != 0 {
 			t.Fatalf("%s still running as %d after StopOVS", d, pid)
 		}
+	}
+	if out, err := exec.Command("ip", "-n", filepath.Base(ns), "link", "show", netdevTap).CombinedOutput(); err == nil {
+		t.Fatalf("%s still there after StopOVS:\n%s", netdevTap, out)
 	}
 	if err := StopOVS(ctx, c); err != nil {
 		t.Fatalf("StopOVS(stopped) = %v, want nil", err)
