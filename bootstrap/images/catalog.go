@@ -124,6 +124,10 @@ func Recipes() []Recipe {
 				"openstack-dashboard", "openstack-dashboard-apache",
 				"python3-openstackclient", "python3-pymysql", "python3-memcache", "mariadb-client",
 				"uwsgi-core", "uwsgi-plugin-python3", "ca-certificates", "iproute2", "procps", "lvm2", "thin-provisioning-tools",
+				// cinder-backup asks os-brick for the host's connector properties: its NVMe-oF
+				// part reads the DMI uuid from sysfs, else runs dmidecode, and fails on a host
+				// without a DMI table (virtual machines without SMBIOS) when there is none.
+				"dmidecode",
 			},
 			Groups: []Group{},
 			Users: []User{
