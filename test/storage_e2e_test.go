@@ -175,7 +175,8 @@ func checkStorage(t *testing.T, n *node) {
 		t.Logf("backup available in %s", time.Since(t0).Round(time.Millisecond))
 		target, _ := n.createVolume(t, "st-restored", 1)
 		cleanup.volumes = append(cleanup.volumes, target)
-		if out, err := n.openstack("volume", "backup", "restore", backup, target); err != nil {
+		// Debian 12's client restores into an existing volume only with --force.
+		if out, err := n.openstack("volume", "backup", "restore", "--force", backup, target); err != nil {
 			t.Fatalf("backup restore: %v\n%s", err, out)
 		}
 		n.waitField(t, 5*time.Minute, []string{"volume"}, target, "status", []string{"available"}, "error", "error_restoring")
@@ -258,7 +259,7 @@ outputs:
 		huge := strings.TrimSpace(out)
 		cleanup.volumes = append(cleanup.volumes, huge)
 		took := n.waitField(t, 2*time.Minute, []string{"volume"}, huge, "status", []string{"error"})
-		msg, _ := n.openstack("--os-volume-api-version", "3.3", "volume", "message", "list", "-f", "value", "-c", "User Message", "-c", "Resource ID")
+		msg, _ := n.openstack("--os-volume-api-version", "3.3", "volume", "message", "list", "-f", "value", "-c", "User Message", "-c", "Resource UUID")
 		lower := strings.ToLower(msg) // Zed says "Could not find any available weighted backend."
 		if !strings.Contains(msg, huge) || !strings.Contains(lower, "no valid backend") && !strings.Contains(lower, "could not find any available weighted backend") && !strings.Contains(lower, "insufficient") {
 			t.Errorf("Cinder's messages = %s\nwant one for %s saying no backend had room", msg, huge)
