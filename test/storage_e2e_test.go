@@ -33,14 +33,16 @@ func init() {
 // service role), then every backup stayed "creating": os-brick's privsep daemon could not
 // keep CAP_SYS_ADMIN in the unprivileged cinder-backup (fixed: it keeps none), then its
 // NVMe-oF connector properties failed on this machine, which has no DMI table
-// (/sys/class/dmi) and no dmidecode in the image (not fixed yet). A failed group marks
+// (/sys/class/dmi), for want of dmidecode (fixed: in the image; a backup was available in
+// 5.9 s), then the restore and the "volume too large" checks failed on the test's own
+// client calls (fixed, not run yet). Until a whole `make storage-e2e` passes, a failed group marks
 // the shared cloud broken for the groups after it, so `make test` skips them (the cloud
 // still deploys Ceph and Cinder, and every other group checks it) and `make storage-e2e`
 // (OSD_STORAGE_E2E=1) runs them.
 func requireStorageE2E(t *testing.T) {
 	t.Helper()
 	if os.Getenv("OSD_STORAGE_E2E") == "" {
-		t.Skip("set OSD_STORAGE_E2E=1 (make storage-e2e) to run the block storage groups: backups fail on a host without DMI (not fixed yet)")
+		t.Skip("set OSD_STORAGE_E2E=1 (make storage-e2e) to run the block storage groups (make test runs them once a whole make storage-e2e passes)")
 	}
 }
 
