@@ -136,12 +136,39 @@ func (e *Executor) ensureBridge(ctx context.Context, op Op) (func(), error) {
 		}
 		e.logUndo(op, e.deleteBridge(uctx, op.Bridge))
 	}
-	// vswitchd creates the bridge's local port asynchronously.
+	// vswitchd creates the bridge's local port asynchronously, and goes on configuring
+	// it after the link appears: the userspace datapath turns promiscuous mode on with
+	// the flags it read when it created the tap, which can switch off an "up" set in
+	// between. The port is configured once vswitchd records its ofport.
 	if err := waitLink(ctx, e.nl, op.Bridge, true); err != nil {
 		undo()
 		return nil, err
 	}
+	if err := e.waitAttached(ctx, op.Bridge); err != nil {
+		undo()
+		return nil, err
+	}
 	return undo, nil
+}
+
+// waitAttached waits up to 10 s for vswitchd to attach interface name (ofport assigned).
+func (e *Executor) waitAttached(ctx context.Context, name string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, msg, err := e.ovs.InterfaceReady(ctx, name)
+		switch {
+		case err != nil:
+			return fmt.Errorf("interface %s: %w", name, err)
+		case ok:
+			return nil
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			if msg != "" {
+				return fmt.Errorf("Open vSwitch did not attach interface %s: %s", name, msg)
+			}
+			return fmt.Errorf("Open vSwitch did not attach interface %s in 10 s", name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (e *Executor) deleteBridge(ctx context.Context, name string) error {

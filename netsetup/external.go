@@ -28,39 +28,47 @@ func normalize(spec Spec) (Spec, error) {
 // undone and the error says which step failed; in interface mode that includes a
 // failed connectivity probe, after which the NIC has its old addresses and routes.
 func EnsureExternalNetwork(ctx context.Context, h Host, spec Spec) (changed bool, err error) {
-	spec, err = normalize(spec)
+	applied, err := ApplyExternalNetwork(ctx, h, spec)
+	return len(applied) > 0, err
+}
+
+// ApplyExternalNetwork is EnsureExternalNetwork returning what it changed: the
+// operations it applied, in order (none on a converged host).
+func ApplyExternalNetwork(ctx context.Context, h Host, spec Spec) ([]Op, error) {
+	spec, err := normalize(spec)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	return ensureBridgeNetwork(ctx, h, spec, "external network")
 }
 
-// ensureBridgeNetwork observes, plans and applies spec (normalized); what names it in errors.
-func ensureBridgeNetwork(ctx context.Context, h Host, spec Spec, what string) (bool, error) {
+// ensureBridgeNetwork observes, plans and applies spec (normalized); what names it in
+// errors. It returns the operations it applied.
+func ensureBridgeNetwork(ctx context.Context, h Host, spec Spec, what string) ([]Op, error) {
 	o, err := ovsdb.Connect(ctx, h.OVSSocket)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer o.Close()
 	st, err := Observe(ctx, h, o, spec)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	ops := Plan(st, spec)
 	if len(ops) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	e, err := NewExecutor(h, o)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer e.Close()
 	rev, err := e.Apply(ctx, ops)
 	if err != nil {
-		return false, fmt.Errorf("%s on %s: %w", what, spec.External.Bridge, err)
+		return nil, fmt.Errorf("%s on %s: %w", what, spec.External.Bridge, err)
 	}
 	rev.Success()
-	return true, nil
+	return ops, nil
 }
 
 // Teardown undoes EnsureExternalNetwork for osd reset: it puts addresses and routes

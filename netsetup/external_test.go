@@ -388,3 +388,25 @@ func TestInterfaceModeTeardownWithoutState(t *testing.T) {
 	}
 	ping(t, l.host, "192.0.2.2")
 }
+
+// TestExternalNetworkNewBridgeSettles: a bridge created by EnsureExternalNetwork is as
+// the plan wants it once vswitchd has settled, every time: vswitchd goes on configuring a
+// new bridge's local port after its link appears (the userspace datapath sets
+// promiscuous mode from flags it read before), which must not undo "up" (seen as a
+// second osd init that changed the host).
+func TestExternalNetworkNewBridgeSettles(t *testing.T) {
+	requireHost(t)
+	l := newNATLab(t)
+	for i := 0; i < 8; i++ {
+		if changed, _ := l.ensure(t); !changed {
+			t.Fatalf("round %d: EnsureExternalNetwork(no bridge) changed = false, want true", i)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if ops := l.plan(t); len(ops) > 0 {
+			t.Fatalf("round %d: after EnsureExternalNetwork and 300 ms the plan is %v, want nothing", i, ops)
+		}
+		if err := Teardown(context.Background(), l.h, l.spec); err != nil {
+			t.Fatalf("round %d: Teardown = %v", i, err)
+		}
+	}
+}

@@ -81,7 +81,8 @@ func PlanTunnel(datapath, wanted, nodeIP, nodeIface string) (TunnelPlan, error) 
 // a converged host changes nothing.
 func EnsureTunnelBridge(ctx context.Context, h Host, iface string) (bool, error) {
 	spec := Spec{Datapath: DatapathNetdev, External: ExternalNetwork{Bridge: TunnelBridge, Interface: iface}}
-	return ensureBridgeNetwork(ctx, h, spec, "tunnel bridge")
+	applied, err := ensureBridgeNetwork(ctx, h, spec, "tunnel bridge")
+	return len(applied) > 0, err
 }
 
 // RemoveTunnelBridge undoes EnsureTunnelBridge: iface gets its addresses and routes back

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -94,12 +95,25 @@ func externalNetwork(ctx context.Context, st *state.State, ovs netsetup.OVSConfi
 		return false, "", err
 	}
 	host := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(st.Cfg.StateDir, "host")}
-	changed, err := netsetup.EnsureExternalNetwork(ctx, host, netsetup.Spec{Datapath: ovs.Datapath, External: ext})
+	applied, err := netsetup.ApplyExternalNetwork(ctx, host, netsetup.Spec{Datapath: ovs.Datapath, External: ext})
+	return len(applied) > 0, externalDetail(ext, applied), err
+}
+
+// externalDetail describes the external network ext and, when the step changed the host,
+// what it did (a re-run that changes something says what was not as it should be).
+func externalDetail(ext netsetup.ExternalNetwork, applied []netsetup.Op) string {
 	detail := ext.Bridge + " " + ext.CIDR + " via " + ext.GatewayIP + " (NAT)"
 	if ext.Interface != "" {
 		detail = ext.Bridge + " with " + ext.Interface
 	}
-	return changed, detail, err
+	if len(applied) == 0 {
+		return detail
+	}
+	did := make([]string, len(applied))
+	for i, op := range applied {
+		did[i] = op.String()
+	}
+	return detail + ": " + strings.Join(did, "; ")
 }
 
 // External is the external network to converge to: what the last osd init asked for,
