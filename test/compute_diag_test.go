@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os/exec"
+	"sort"
 	"strings"
 )
 
@@ -60,6 +61,52 @@ func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serv
 		if strings.Contains(pod, "/ovn-controller") {
 			run(pod+" connection-status", osd("kubectl", "-n", "openstack", "exec", pod, "--", "ovn-appctl", "-t", "ovn-controller", "connection-status"), 5)
 		}
+	}
+	return b.String()
+}
+
+// tunnelDiagnostics is what a ping that does not cross the Geneve tunnel between the
+// nodes needs to be understood, taken from both nodes (each entry of nodes runs a command
+// in that node's namespaces): the chassis and their encapsulations in OVN's southbound
+// database; on each node its Open vSwitch bridges, its tunnel interfaces with their
+// options, error and packet counters, the userspace datapath's own routing table, ARP
+// cache and tunnel ports (native tunnelling does not use the kernel's), the counters of
+// br-phy's ports and of the link under it, the kernel's addresses, routes and neighbours,
+// and the datapath's flows (tnl_push on the way out, tnl_pop on the way in); then the
+// state of target, the server the ping was for (its tap counters say whether the echo
+// reached it and whether it answered).
+func tunnelDiagnostics(n *node, nodes map[string]func(args ...string) *exec.Cmd, target guest) string {
+	var b strings.Builder
+	run := func(what string, cmd *exec.Cmd, lines int) {
+		out, err := cmd.CombinedOutput()
+		fmt.Fprintf(&b, "--- %s (%v)\n%s\n", what, err, tail(string(out), lines))
+	}
+	osd := func(args ...string) *exec.Cmd { return exec.Command(n.bin, append(n.globalArgs(), args...)...) }
+	run("chassis and encapsulations", osd("kubectl", "-n", "openstack", "exec", "deploy/ovn-central", "-c", "northd", "--",
+		"ovn-sbctl", "--db=unix:/run/ovn/ovnsb_db.sock", "--columns=chassis_name,type,ip,options", "list", "Encap"), 20)
+	names := make([]string, 0, len(nodes))
+	for name := range nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		in := nodes[name]
+		run(name+" ovs-vsctl show", in("ovs-vsctl", "show"), 80)
+		run(name+" tunnel interfaces", in("ovs-vsctl", "--columns=name,type,options,ofport,error,link_state,statistics", "find", "Interface", "type=geneve"), 30)
+		run(name+" ovs/route/show", in("ovs-appctl", "ovs/route/show"), 30)
+		run(name+" tnl/arp/show", in("ovs-appctl", "tnl/arp/show"), 20)
+		run(name+" tnl/ports/show", in("ovs-appctl", "tnl/ports/show", "-v"), 20)
+		run(name+" br-phy port counters", in("ovs-ofctl", "dump-ports", "br-phy"), 30)
+		run(name+" br-phy flows", in("ovs-ofctl", "dump-flows", "br-phy"), 20)
+		run(name+" links", in("ip", "-s", "-br", "link"), 40)
+		run(name+" addresses", in("ip", "-br", "addr"), 30)
+		run(name+" routes", in("ip", "route"), 20)
+		run(name+" neighbours", in("ip", "neigh"), 20)
+		run(name+" datapath flows", in("ovs-appctl", "dpctl/dump-flows"), 60)
+		run(name+" coverage (drops)", in("sh", "-c", "ovs-appctl coverage/show | grep -Ei 'drop|tnl|tunnel|csum'"), 40)
+	}
+	if in, ok := nodes[target.host]; ok {
+		b.WriteString(serverNetDiagnostics(n, in, target.host, target.id))
 	}
 	return b.String()
 }
