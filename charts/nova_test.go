@@ -162,10 +162,13 @@ func TestNovaRender(t *testing.T) {
 	}
 	// The cell setup maps registered compute hosts and waits for one (the first server
 	// would otherwise find "No valid host" until the scheduler's periodic mapping).
-	if steps := podContainers(n.cellSetup.Spec.Template.Spec); len(steps) != 2 || steps[1].Name != "discover-hosts" ||
-		!strings.Contains(steps[1].Command[2], "cell_v2 discover_hosts") || !strings.Contains(steps[1].Command[2], "cell_v2 list_hosts | grep -qw cell1") ||
-		!strings.Contains(steps[1].Command[2], `[ "$i" -lt 180 ]`) {
-		t.Errorf("nova-cell-setup steps = %+v, want config-render then discover-hosts waiting up to 180 x 5 s for a host in cell1", steps)
+	// It waits for the databases first, in one cheap process, not in nova-manage calls.
+	if steps := podContainers(n.cellSetup.Spec.Template.Spec); len(steps) != 3 || steps[1].Name != "wait-db" || steps[2].Name != "discover-hosts" ||
+		!strings.Contains(steps[2].Command[2], "cell_v2 discover_hosts") || !strings.Contains(steps[2].Command[2], "cell_v2 list_hosts | grep -qw cell1") ||
+		!strings.Contains(steps[2].Command[2], `[ "$i" -lt 180 ]`) {
+		t.Errorf("nova-cell-setup steps = %+v, want config-render, wait-db, then discover-hosts waiting up to 180 x 5 s for a host in cell1", steps)
+	} else {
+		checkWaitDB(t, "Job/nova-cell-setup", steps[1])
 	}
 
 	for name, pod := range n.pods() {
@@ -210,6 +213,9 @@ func TestNovaRender(t *testing.T) {
 		}
 		if len(pod.Containers) != 1 || !reflect.DeepEqual(inits, wantInits) {
 			t.Errorf("%s init containers %v and %d containers, want %v then one", name, inits, len(pod.Containers), wantInits)
+		}
+		if w := containerByName(pod.InitContainers, "wait-db"); w != nil {
+			checkWaitDB(t, name, *w)
 		}
 	}
 }
@@ -395,6 +401,41 @@ func TestNovaComputeDaemonSet(t *testing.T) {
 	}
 	if v := pod.Volumes[0]; v.Secret == nil || v.Secret.SecretName != "nova-compute-config" {
 		t.Errorf("compute config templates = %+v, want Secret nova-compute-config", v.VolumeSource)
+	}
+}
+
+// checkWaitDB checks a wait-db step: one Python process (compiling) that reads both
+// databases' alembic revision every 2 s against the image's heads, with a bound, and never
+// prints a connection URL (it holds the password). A shell loop starting an interpreter
+// per check kept the CPU busy while the nova-init Job ran.
+func checkWaitDB(t *testing.T, where string, w corev1.Container) {
+	t.Helper()
+	if len(w.Command) != 3 || w.Command[0] != "python3" || w.Command[1] != "-c" {
+		t.Errorf("%s wait-db command = %q, want python3 -c <program>", where, w.Command)
+		return
+	}
+	program := w.Command[2]
+	for _, want := range []string{"for db in (\"api\", \"main\")", "migration._find_alembic_conf(db)", "get_current_head()",
+		"MigrationContext.configure(conn).get_current_revision()", "poolclass=sqlalchemy.pool.NullPool", "time.sleep(2)",
+		"if waited > 1800", "waiting for the nova-init Job", `getattr(e, "orig", None) or type(e).__name__`} {
+		if !strings.Contains(program, want) {
+			t.Errorf("%s wait-db program lacks %q:\n%s", where, want, program)
+		}
+	}
+	if strings.Contains(program, "print(urls") || strings.Contains(program, "% urls") {
+		t.Errorf("%s wait-db prints a connection URL:\n%s", where, program)
+	}
+	cmd := exec.Command("python3", "-c", "import sys; compile(sys.stdin.read(), 'wait-db', 'exec')")
+	cmd.Stdin = strings.NewReader(program)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%s wait-db's Python does not compile: %v\n%s", where, err, out)
+	}
+	var mounted bool
+	for _, m := range w.VolumeMounts {
+		mounted = mounted || (m.Name == "config" && m.MountPath == "/etc/nova/nova.conf" && m.SubPath == "nova.conf")
+	}
+	if !mounted {
+		t.Errorf("%s wait-db mounts %v, want the rendered nova.conf", where, w.VolumeMounts)
 	}
 }
 
@@ -1024,6 +1065,7 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	}
 	mustStep(job, "db-sync")
 	mustStep(conductor, "wait-db")
+	mustStep(n.cellSetup.Spec.Template.Spec, "wait-db")
 	// nova-compute's wait-conductor gets as far as its ping and keeps waiting: no RabbitMQ
 	// (nor conductor) answers here, so the timeout ends it.
 	if out, err := step(n.compute.Spec.Template.Spec, "wait-conductor", 20*time.Second); err == nil || strings.Contains(out, "Traceback") || strings.Contains(out, "answered after") {
