@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -248,6 +249,36 @@ func TestMariaDBPersistence(t *testing.T) {
 	_, out = render(t, FS, "mariadb", svc, spec)
 	if strings.Contains(out, "hostPath:") || !strings.Contains(out, "emptyDir: {}") {
 		t.Errorf("mariadb with persistence.hostPath \"\" still uses a hostPath")
+	}
+}
+
+// TestRabbitMQEnv checks the Erlang VM's sizing in rabbitmq-env.conf (sourced by the
+// image's rabbitmq-server script before it sets +P): a process table of 131072 slots
+// instead of RabbitMQ's 1048576, which the VM allocates and touches whole (~11 MiB).
+func TestRabbitMQEnv(t *testing.T) {
+	svc, _ := deploy.DefaultCatalog().Service("rabbitmq")
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]any
+		want      string
+	}{
+		{name: "default", want: "MAX_NUMBER_OF_PROCESSES=131072"},
+		{name: "override", overrides: map[string]any{"maxProcesses": 262144}, want: "MAX_NUMBER_OF_PROCESSES=262144"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := deploy.DeploymentSpec{Images: testImages, Services: map[string]deploy.ServiceSpec{"rabbitmq": {Overrides: tc.overrides}}}
+			objs, _ := render(t, FS, "rabbitmq", svc, spec)
+			var env string
+			for _, o := range objs {
+				if o.Kind == "ConfigMap" && o.Metadata.Name == "rabbitmq" {
+					env, _ = o.raw["data"].(map[string]any)["rabbitmq-env.conf"].(string)
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(env), "\n")
+			if !slices.Contains(lines, tc.want) || !slices.Contains(lines, "NODENAME=rabbit@localhost") {
+				t.Errorf("rabbitmq-env.conf = %q, want lines %q and NODENAME=rabbit@localhost", env, tc.want)
+			}
+		})
 	}
 }
 

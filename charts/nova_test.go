@@ -162,10 +162,13 @@ func TestNovaRender(t *testing.T) {
 	}
 	// The cell setup maps registered compute hosts and waits for one (the first server
 	// would otherwise find "No valid host" until the scheduler's periodic mapping).
-	if steps := podContainers(n.cellSetup.Spec.Template.Spec); len(steps) != 2 || steps[1].Name != "discover-hosts" ||
-		!strings.Contains(steps[1].Command[2], "cell_v2 discover_hosts") || !strings.Contains(steps[1].Command[2], "cell_v2 list_hosts | grep -qw cell1") ||
-		!strings.Contains(steps[1].Command[2], `[ "$i" -lt 180 ]`) {
-		t.Errorf("nova-cell-setup steps = %+v, want config-render then discover-hosts waiting up to 180 x 5 s for a host in cell1", steps)
+	// It waits for the databases first, in one cheap process, not in nova-manage calls.
+	if steps := podContainers(n.cellSetup.Spec.Template.Spec); len(steps) != 3 || steps[1].Name != "wait-db" || steps[2].Name != "discover-hosts" ||
+		!strings.Contains(steps[2].Command[2], "cell_v2 discover_hosts") || !strings.Contains(steps[2].Command[2], "cell_v2 list_hosts | grep -qw cell1") ||
+		!strings.Contains(steps[2].Command[2], `[ "$i" -lt 180 ]`) {
+		t.Errorf("nova-cell-setup steps = %+v, want config-render, wait-db, then discover-hosts waiting up to 180 x 5 s for a host in cell1", steps)
+	} else {
+		checkWaitDB(t, "Job/nova-cell-setup", steps[1])
 	}
 
 	for name, pod := range n.pods() {
@@ -205,10 +208,14 @@ func TestNovaRender(t *testing.T) {
 		}
 		wantInits := []string{"config-render", "wait-db"} // the control plane waits for the Job's db syncs
 		if compute {
-			wantInits = []string{"config-render", "state-dirs"} // instances_path must exist before nova-compute starts
+			// instances_path must exist before nova-compute starts; it registers through the conductor.
+			wantInits = []string{"config-render", "state-dirs", "wait-conductor"}
 		}
 		if len(pod.Containers) != 1 || !reflect.DeepEqual(inits, wantInits) {
 			t.Errorf("%s init containers %v and %d containers, want %v then one", name, inits, len(pod.Containers), wantInits)
+		}
+		if w := containerByName(pod.InitContainers, "wait-db"); w != nil {
+			checkWaitDB(t, name, *w)
 		}
 	}
 }
@@ -336,6 +343,7 @@ func TestNovaComputeDaemonSet(t *testing.T) {
 	if len(c.Ports) != 0 || c.LivenessProbe != nil {
 		t.Errorf("nova-compute ports %v liveness %+v, want none", c.Ports, c.LivenessProbe)
 	}
+	checkWaitConductor(t, pod)
 
 	hostPaths := map[string]string{} // volume -> host path
 	for _, v := range pod.Volumes {
@@ -393,6 +401,83 @@ func TestNovaComputeDaemonSet(t *testing.T) {
 	}
 	if v := pod.Volumes[0]; v.Secret == nil || v.Secret.SecretName != "nova-compute-config" {
 		t.Errorf("compute config templates = %+v, want Secret nova-compute-config", v.VolumeSource)
+	}
+}
+
+// checkWaitDB checks a wait-db step: one Python process (compiling) that reads both
+// databases' alembic revision every 2 s against the image's heads, with a bound, and never
+// prints a connection URL (it holds the password). A shell loop starting an interpreter
+// per check kept the CPU busy while the nova-init Job ran.
+func checkWaitDB(t *testing.T, where string, w corev1.Container) {
+	t.Helper()
+	if len(w.Command) != 3 || w.Command[0] != "python3" || w.Command[1] != "-c" {
+		t.Errorf("%s wait-db command = %q, want python3 -c <program>", where, w.Command)
+		return
+	}
+	program := w.Command[2]
+	for _, want := range []string{"for db in (\"api\", \"main\")", "migration._find_alembic_conf(db)", "get_current_head()",
+		"MigrationContext.configure(conn).get_current_revision()", "poolclass=sqlalchemy.pool.NullPool", "time.sleep(2)",
+		"if waited > 1800", "waiting for the nova-init Job", `getattr(e, "orig", None) or type(e).__name__`} {
+		if !strings.Contains(program, want) {
+			t.Errorf("%s wait-db program lacks %q:\n%s", where, want, program)
+		}
+	}
+	if strings.Contains(program, "print(urls") || strings.Contains(program, "% urls") {
+		t.Errorf("%s wait-db prints a connection URL:\n%s", where, program)
+	}
+	cmd := exec.Command("python3", "-c", "import sys; compile(sys.stdin.read(), 'wait-db', 'exec')")
+	cmd.Stdin = strings.NewReader(program)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%s wait-db's Python does not compile: %v\n%s", where, err, out)
+	}
+	var mounted bool
+	for _, m := range w.VolumeMounts {
+		mounted = mounted || (m.Name == "config" && m.MountPath == "/etc/nova/nova.conf" && m.SubPath == "nova.conf")
+	}
+	if !mounted {
+		t.Errorf("%s wait-db mounts %v, want the rendered nova.conf", where, w.VolumeMounts)
+	}
+}
+
+// checkWaitConductor checks nova-compute's last init step: nova's own conductor ping over
+// RabbitMQ with a short timeout, retried, with the compute config mounted, in Python that
+// compiles. Without it nova-compute, started long before the conductor, loses up to a
+// minute in its own wait (a lost ping waits rpc_response_timeout).
+func checkWaitConductor(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	var names []string
+	for _, c := range pod.InitContainers {
+		names = append(names, c.Name)
+	}
+	n := len(names)
+	if n == 0 || names[n-1] != "wait-conductor" {
+		t.Fatalf("nova-compute init containers = %v, want wait-conductor last", names)
+	}
+	w := pod.InitContainers[n-1]
+	if len(w.Command) != 3 || w.Command[0] != "python3" || w.Command[1] != "-c" {
+		t.Fatalf("wait-conductor command = %q, want python3 -c <program>", w.Command)
+	}
+	program := w.Command[2]
+	for _, want := range []string{`"--config-file", "/etc/nova/nova.conf"`, "configure_db=False", "baserpc.BaseAPI(topic=rpcapi.RPC_TOPIC)",
+		"timeout=5", "except oslo_messaging.MessagingTimeout", "if waited > 1800", "sys.exit("} {
+		if !strings.Contains(program, want) {
+			t.Errorf("wait-conductor program lacks %q:\n%s", want, program)
+		}
+	}
+	cmd := exec.Command("python3", "-c", "import sys; compile(sys.stdin.read(), 'wait-conductor', 'exec')")
+	cmd.Stdin = strings.NewReader(program)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("wait-conductor's Python does not compile: %v\n%s", err, out)
+	}
+	var mounted bool
+	for _, m := range w.VolumeMounts {
+		mounted = mounted || (m.Name == "config" && m.MountPath == "/etc/nova/nova.conf" && m.SubPath == "nova.conf")
+	}
+	if !mounted {
+		t.Errorf("wait-conductor mounts %v, want the rendered nova.conf", w.VolumeMounts)
+	}
+	if v := pod.Volumes[0]; v.Secret == nil || v.Secret.SecretName != "nova-compute-config" {
+		t.Errorf("wait-conductor reads %+v, want nova-compute's config (Secret nova-compute-config)", v.VolumeSource)
 	}
 }
 
@@ -875,7 +960,8 @@ func TestNovaImages(t *testing.T) {
 // built (extracted from the image store into t.TempDir()), as the nova user, in private
 // mount and PID namespaces: the config-render script, the init Job's nova-manage steps
 // (map_cell0 and create-cell1 twice: they must be idempotent), the Deployments' wait-db
-// step (waiting before the db syncs, passing after), and nova-api with both APIs, whose
+// step (waiting before the db syncs, passing after), nova-compute's wait-conductor step
+// (waiting, no Python error), and nova-api with both APIs, whose
 // probe path answers without a token while the API asks for one. Only what a host lacks
 // is overridden through the values: SQLite instead of MariaDB and free loopback ports.
 // MariaDB, RabbitMQ and Keystone are not contacted (db-create and keystone-register are
@@ -979,6 +1065,12 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	}
 	mustStep(job, "db-sync")
 	mustStep(conductor, "wait-db")
+	mustStep(n.cellSetup.Spec.Template.Spec, "wait-db")
+	// nova-compute's wait-conductor gets as far as its ping and keeps waiting: no RabbitMQ
+	// (nor conductor) answers here, so the timeout ends it.
+	if out, err := step(n.compute.Spec.Template.Spec, "wait-conductor", 20*time.Second); err == nil || strings.Contains(out, "Traceback") || strings.Contains(out, "answered after") {
+		t.Errorf("wait-conductor without RabbitMQ = %v\n%s\nwant it waiting until the timeout, without a Python error", err, tail(out, 8))
+	}
 	// No nova-compute runs here: the cell setup finds no host to map and keeps waiting.
 	if out, err := step(n.cellSetup.Spec.Template.Spec, "discover-hosts", 20*time.Second); err == nil || !strings.Contains(out, "Found 0 unmapped computes in cell") {
 		t.Errorf("discover-hosts without a compute host = %v\n%s\nwant it mapping nothing and waiting", err, tail(out, 8))

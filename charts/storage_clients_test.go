@@ -76,8 +76,8 @@ func TestNovaCeph(t *testing.T) {
 	for _, c := range pod.InitContainers {
 		inits = append(inits, c.Name)
 	}
-	if strings.Join(inits, ",") != "config-render,state-dirs,libvirt-secret" {
-		t.Fatalf("nova-compute init containers = %v, want config-render, state-dirs, libvirt-secret", inits)
+	if strings.Join(inits, ",") != "config-render,state-dirs,libvirt-secret,wait-conductor" {
+		t.Fatalf("nova-compute init containers = %v, want config-render, state-dirs, libvirt-secret, wait-conductor", inits)
 	}
 	step := containerByName(pod.InitContainers, "libvirt-secret")
 	script := strings.Join(step.Command, " ")

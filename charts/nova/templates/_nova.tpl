@@ -114,25 +114,87 @@ MY_IP and NODE_NAME from the downward API (status.hostIP, spec.nodeName).
 {{- end -}}
 
 {{/*
-Init container of the control-plane Deployments: waits until the API and cell databases are
-at the newest schema of the image's nova (alembic heads), i.e. until the nova-init Job's db
-syncs are done, instead of crash-looping (and backing off for minutes) on missing tables.
+Init container of the control-plane Deployments and of the cell-setup Job: waits until the
+API and cell databases are at the newest schema of the image's nova (alembic heads), i.e.
+until the nova-init Job's db syncs are done, instead of crash-looping (and backing off for
+minutes) on missing tables. One Python process imports nova once and then reads each
+database's alembic_version every 2 s (a fresh connection each time) for up to 30 minutes:
+a new interpreter per check (nova's imports, about 3 s of CPU) in four pods and the cell
+setup's nova-manage calls kept most of this 2-core machine busy while the Job ran.
 _find_alembic_conf is nova 26's own helper (TestNovaInDebianImage runs this step).
 */}}
 {{- define "nova.waitDBStep" -}}
-{{- $check := `import sys
+{{- $check := `import sys, time
+import sqlalchemy
 from alembic import script
+from alembic.runtime.migration import MigrationContext
+import nova.conf
 from nova import config
 from nova.db import migration
-config.parse_args(["nova-wait-db", "--config-file", "/etc/nova/nova.conf"])
-for db in ("api", "main"):
-    head = script.ScriptDirectory.from_config(migration._find_alembic_conf(db)).get_current_head()
-    current = migration.db_version(database=db)
-    if current != head:
-        sys.exit("nova %s database at %s, want %s: waiting for the nova-init Job" % (db, current, head))
+config.parse_args(["nova-wait-db", "--config-file", "/etc/nova/nova.conf"], configure_db=False, init_rpc=False)
+urls = {"api": nova.conf.CONF.api_database.connection, "main": nova.conf.CONF.database.connection}
+heads = {db: script.ScriptDirectory.from_config(migration._find_alembic_conf(db)).get_current_head() for db in urls}
+
+
+def current(db):
+    engine = None
+    try:
+        engine = sqlalchemy.create_engine(urls[db], poolclass=sqlalchemy.pool.NullPool)
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    except Exception as e:  # the database or MariaDB not there yet; never print the URL
+        return "none (%s)" % (getattr(e, "orig", None) or type(e).__name__)
+    finally:
+        if engine is not None:
+            engine.dispose()
+
+
+began, next_note = time.monotonic(), 0
+while True:
+    behind = ["nova %s database at %s, want %s" % (db, at, heads[db]) for db, at in ((db, current(db)) for db in ("api", "main")) if at != heads[db]]
+    if not behind:
+        break
+    waited = time.monotonic() - began
+    if waited > 1800:
+        sys.exit("%s after %d s: the nova-init Job did not migrate them" % ("; ".join(behind), waited))
+    if waited >= next_note:
+        print("%s: waiting for the nova-init Job" % "; ".join(behind), flush=True)
+        next_note = waited + 30
+    time.sleep(2)
+print("nova databases at %s and %s" % (heads["api"], heads["main"]))
 ` -}}
-{{- $script := printf "i=0\nuntil python3 -c '%s'; do\n  i=$((i+1)); [ \"$i\" -lt 360 ] || exit 1\n  sleep 5\ndone\n" $check -}}
-{{- include "osd-lib.commandStep" (merge (dict "name" "wait-db" "files" (dict "nova.conf" "/etc/nova/nova.conf") "command" (list "/bin/sh" "-ec" $script)) .) -}}
+{{- include "osd-lib.commandStep" (merge (dict "name" "wait-db" "files" (dict "nova.conf" "/etc/nova/nova.conf") "command" (list "python3" "-c" $check)) .) -}}
+{{- end -}}
+
+{{/*
+Last init step of nova-compute: waits until nova-conductor answers a ping on RabbitMQ (the
+ping nova-compute itself sends before it registers: nova's BaseAPI on the conductor topic),
+5 s per try, for up to 30 minutes. nova-compute's own wait tries ten times for 10 s, then
+waits rpc_response_timeout (60 s) per try, and a ping sent before the conductor's queue
+exists is lost: started with the release, long before the conductor (which waits for the
+Job's db syncs, about 110 s), it lost up to a minute after the conductor came up (the
+release's last stretch took 78 s, against 20 s when the conductor came within the ten tries).
+*/}}
+{{- define "nova.waitConductorStep" -}}
+{{- $check := `import sys, time
+import oslo_messaging
+from nova import baserpc, config, context
+from nova.conductor import rpcapi
+config.parse_args(["nova-wait-conductor", "--config-file", "/etc/nova/nova.conf"], configure_db=False)
+conductor = baserpc.BaseAPI(topic=rpcapi.RPC_TOPIC)
+began = time.monotonic()
+while True:
+    try:
+        conductor.ping(context.get_admin_context(), "osd", timeout=5)
+        break
+    except oslo_messaging.MessagingTimeout:
+        waited = time.monotonic() - began
+        if waited > 1800:
+            sys.exit("nova-conductor has not answered on RabbitMQ for %d s: is the nova-conductor Deployment running?" % waited)
+        print("nova-conductor does not answer yet (%d s): waiting" % waited, flush=True)
+print("nova-conductor answered after %d s" % (time.monotonic() - began))
+` -}}
+{{- include "osd-lib.commandStep" (merge (dict "name" "wait-conductor" "files" (dict "nova.conf" "/etc/nova/nova.conf") "command" (list "python3" "-c" $check)) .) -}}
 {{- end -}}
 
 {{/*
