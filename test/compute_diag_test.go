@@ -50,7 +50,7 @@ func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serv
 	run(node+" ovs-vsctl show", in("ovs-vsctl", "show"), 60)
 	run(node+" OpenFlow flows on br-int", in("sh", "-c", "ovs-ofctl dump-flows br-int | grep -c ."), 2)
 	run(node+" br-int port counters", in("ovs-ofctl", "dump-ports", "br-int"), 40)
-	discover := fmt.Sprintf("in_port=%s,udp,dl_src=%s,dl_dst=ff:ff:ff:ff:ff:ff,nw_src=0.0.0.0,nw_dst=255.255.255.255,tp_src=68,tp_dst=67", tap, mac)
+	discover := fmt.Sprintf("udp,in_port=%s,dl_src=%s,dl_dst=ff:ff:ff:ff:ff:ff,nw_src=0.0.0.0,nw_dst=255.255.255.255,tp_src=68,tp_dst=67", tap, mac)
 	run(node+" trace of a DHCP discover from the port", in("ovs-appctl", "ofproto/trace", "br-int", discover), 40)
 	run(node+" datapath flows", in("ovs-appctl", "dpctl/dump-flows"), 40)
 
@@ -75,7 +75,7 @@ func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serv
 // and the datapath's flows (tnl_push on the way out, tnl_pop on the way in); then the
 // state of target, the server the ping was for (its tap counters say whether the echo
 // reached it and whether it answered).
-func tunnelDiagnostics(n *node, nodes map[string]func(args ...string) *exec.Cmd, target guest) string {
+func tunnelDiagnostics(n *node, nodes map[string]func(args ...string) *exec.Cmd, from, netns string, target guest) string {
 	var b strings.Builder
 	run := func(what string, cmd *exec.Cmd, lines int) {
 		out, err := cmd.CombinedOutput()
@@ -95,7 +95,7 @@ func tunnelDiagnostics(n *node, nodes map[string]func(args ...string) *exec.Cmd,
 		run(name+" tunnel interfaces", in("ovs-vsctl", "--columns=name,type,options,ofport,error,link_state,statistics", "find", "Interface", "type=geneve"), 30)
 		run(name+" ovs/route/show", in("ovs-appctl", "ovs/route/show"), 30)
 		run(name+" tnl/arp/show", in("ovs-appctl", "tnl/arp/show"), 20)
-		run(name+" tnl/ports/show", in("ovs-appctl", "tnl/ports/show", "-v"), 20)
+		run(name+" tnl/ports/show (IPv4)", in("sh", "-c", "ovs-appctl tnl/ports/show -v | grep -v ipv6"), 20)
 		run(name+" br-phy port counters", in("ovs-ofctl", "dump-ports", "br-phy"), 30)
 		run(name+" br-phy flows", in("ovs-ofctl", "dump-flows", "br-phy"), 20)
 		run(name+" links", in("ip", "-s", "-br", "link"), 40)
@@ -105,8 +105,68 @@ func tunnelDiagnostics(n *node, nodes map[string]func(args ...string) *exec.Cmd,
 		run(name+" datapath flows", in("ovs-appctl", "dpctl/dump-flows"), 60)
 		run(name+" coverage (drops)", in("sh", "-c", "ovs-appctl coverage/show | grep -Ei 'drop|tnl|tunnel|csum'"), 40)
 	}
+	if in, ok := nodes[from]; ok {
+		b.WriteString(traceFromMetadataPort(in, netns, from, target))
+	}
+	b.WriteString(neighbourExperiment(nodes, netns, from, target))
 	if in, ok := nodes[target.host]; ok {
 		b.WriteString(serverNetDiagnostics(n, in, target.host, target.id))
+	}
+	return b.String()
+}
+
+// traceFromMetadataPort traces an ICMP echo from the metadata port of node from (netns) to
+// target through br-int: where the pipeline sends it, and, for a remote port, what the
+// userspace datapath's native tunnelling decided (route, neighbour, tnl_push).
+func traceFromMetadataPort(in func(args ...string) *exec.Cmd, netns, from string, target guest) string {
+	// The namespace's end of the metadata port (tapXXXXXXXX-X1) has the port's MAC and
+	// address; its peer on br-int ends in 0.
+	out, err := in("ip", "netns", "exec", netns, "ip", "-o", "-4", "addr", "show").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("--- %s trace: metadata namespace addresses: %v\n%s\n", from, err, out)
+	}
+	var dev, ip string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 4 && strings.HasPrefix(f[1], "tap") && !strings.HasPrefix(f[3], "169.254.") {
+			dev, _, _ = strings.Cut(f[1], "@")
+			ip, _, _ = strings.Cut(f[3], "/")
+		}
+	}
+	mac, _ := in("ip", "netns", "exec", netns, "cat", "/sys/class/net/"+dev+"/address").CombinedOutput()
+	// OVN's ARP responder answered the namespace for target (on either node).
+	dstMAC, _ := in("sh", "-c", "ip netns exec "+netns+" ip neigh show "+target.ip+" | awk '{print $5}'").CombinedOutput()
+	flow := fmt.Sprintf("icmp,in_port=%s0,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,nw_ttl=64,icmp_type=8,icmp_code=0",
+		strings.TrimSuffix(dev, "1"), strings.TrimSpace(string(mac)), strings.TrimSpace(string(dstMAC)), ip, target.ip)
+	out, err = in("ovs-appctl", "ofproto/trace", "br-int", flow).CombinedOutput()
+	return fmt.Sprintf("--- %s trace of an ICMP echo from its metadata port to %s (%s) (%v)\n%s\n", from, target.ip, flow, err, tail(string(out), 60))
+}
+
+// neighbourExperiment sets each node's tunnel neighbour by hand (the peer's br-phy address
+// and MAC in the userspace datapath's neighbour cache, which it otherwise learns by
+// snooping ARP replies) and pings target again from node from: whether that alone makes
+// the tunnel carry the ping tells where the fault is.
+func neighbourExperiment(nodes map[string]func(args ...string) *exec.Cmd, netns, from string, target guest) string {
+	var b strings.Builder
+	type phy struct{ ip, mac string }
+	addrs := map[string]phy{}
+	for name, in := range nodes {
+		ip, _ := in("sh", "-c", "ip -o -4 addr show br-phy | awk '{print $4}' | cut -d/ -f1").CombinedOutput()
+		mac, _ := in("cat", "/sys/class/net/br-phy/address").CombinedOutput()
+		addrs[name] = phy{strings.TrimSpace(string(ip)), strings.TrimSpace(string(mac))}
+	}
+	for name, in := range nodes {
+		for peer, p := range addrs {
+			if peer == name || p.ip == "" {
+				continue
+			}
+			out, err := in("ovs-appctl", "tnl/neigh/set", "br-phy", p.ip, p.mac).CombinedOutput()
+			fmt.Fprintf(&b, "--- experiment: %s tnl/neigh/set br-phy %s %s (%v) %s\n", name, p.ip, p.mac, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if in, ok := nodes[from]; ok {
+		out, err := in("ip", "netns", "exec", netns, "ping", "-c", "3", "-W", "2", target.ip).CombinedOutput()
+		fmt.Fprintf(&b, "--- experiment: ping %s from %s's metadata port with the neighbours set by hand (%v)\n%s\n", target.ip, from, err, tail(string(out), 5))
 	}
 	return b.String()
 }

@@ -410,10 +410,12 @@ func checkCrossNode(t *testing.T, n *node, n2 *nsNode, node1 string, f *figures)
 	f.add(t, "server create to ACTIVE: on node 2 %.1f s, on node 1 %.1f s (ratio %.2f)", took2.Seconds(), took1.Seconds(), took2.Seconds()/took1.Seconds())
 	netns := "ovnmeta-" + n.field(t, "network", "show", "osd-net", "-f", "value", "-c", "id")
 	nodes := map[string]func(args ...string) *exec.Cmd{node1: onHost, cnName: n2.nsenter}
-	diagFor := func(g guest) func() string { return func() string { return tunnelDiagnostics(n, nodes, g) } }
-	across := metadataPing(t, onHost, netns, "node 1", vm2.ip, diagFor(vm2))
-	back := metadataPing(t, n2.nsenter, netns, "node 2", vm1.ip, diagFor(vm1))
-	same := metadataPing(t, onHost, netns, "node 1", vm1.ip, diagFor(vm1))
+	diagFor := func(from string, g guest) func() string {
+		return func() string { return tunnelDiagnostics(n, nodes, from, netns, g) }
+	}
+	across := metadataPing(t, onHost, netns, "node 1", vm2.ip, diagFor(node1, vm2))
+	back := metadataPing(t, n2.nsenter, netns, "node 2", vm1.ip, diagFor(cnName, vm1))
+	same := metadataPing(t, onHost, netns, "node 1", vm1.ip, diagFor(node1, vm1))
 	f.add(t, "ping RTT from node 1's metadata port: to the server on node 2 (Geneve) %.3f ms, to the server on node 1 %.3f ms (ratio %.2f); node 2's to node 1's server %.3f ms",
 		across, same, across/same, back)
 	carried := map[bool]string{true: "carried", false: "not carried"}
