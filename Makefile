@@ -89,10 +89,10 @@ upgrade-e2e: deb
 	OSD_E2E=1 OSD_UPGRADE_E2E=1 OSD_DEB=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.deb \
 		$(GOTEST) -count=1 -timeout 150m -v -run '^TestPackageUpgrade$$' ./test/ 2>&1 | tee upgrade-e2e-output.txt; exit $${PIPESTATUS[0]}
 
-# The block storage groups alone (make test skips them until backups work on a host without
-# DMI), then the audit that nothing is left behind.
+# The block storage groups alone (make test runs them too, with the other groups), then the
+# audit that nothing is left behind.
 storage-e2e: build
-	set -o pipefail; OSD_E2E=1 OSD_STORAGE_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E/(block_storage|block_storage_restarts|nothing_left_behind)$$' ./test/ 2>&1 | tee storage-e2e-output.txt
+	set -o pipefail; OSD_E2E=1 $(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E/(block_storage|block_storage_restarts|nothing_left_behind)$$' ./test/ 2>&1 | tee storage-e2e-output.txt
 
 # The compute node test alone: the end-to-end cloud is node 1, a second node in namespaces of
 # its own joins with the compute role, runs servers that talk to node 1's over Geneve, goes
