@@ -31,9 +31,10 @@ const (
 
 func init() { registerE2E("compute-node", stageCheck, checkComputeNode) }
 
-// requireComputeE2E gates the compute node test: `make test` skips it until a server on
-// node 2 gets its address (in its run of 2026-11-24 it booted ACTIVE on node 2 but never
-// got its OVN DHCP lease), and `make cluster-e2e` (OSD_CLUSTER_E2E=1) runs it.
+// requireComputeE2E gates the compute node test: `make test` skips it until traffic
+// crosses the Geneve tunnel between the nodes (in its runs of 2026-11-24 the servers on
+// both nodes got their leases and metadata, but node 1's userspace datapath had its own
+// br-phy MAC as node 2's tunnel neighbour), and `make cluster-e2e` (OSD_CLUSTER_E2E=1) runs it.
 func requireComputeE2E(t *testing.T) {
 	t.Helper()
 	requireCluster(t)
@@ -342,33 +343,47 @@ func bootOn(t *testing.T, n *node, name, host string, in func(args ...string) *e
 var rttRE = regexp.MustCompile(`(?s) ([0-9]+)% packet loss.*rtt min/avg/max/mdev = [0-9.]+/([0-9.]+)/`)
 
 // metadataPing pings addr from the metadata namespace netns of a node (inNode runs a
-// command in that node's namespaces): a port on the tenant network, on that node's
-// chassis. Once addr answers (the first packets may go while the tunnel's neighbour is
-// resolved), it sends 20 more, at most 2 of them lost, and returns their average round trip.
-// If addr never answers, the test fails with diag (the network of both nodes) and 0.
+// command in that node's namespaces): a port on the tenant network, on that node's chassis
+// (see pingRTT).
 func metadataPing(t *testing.T, inNode func(args ...string) *exec.Cmd, netns, from, addr string, diag func() string) float64 {
 	t.Helper()
-	ping := func(count string) ([]byte, error) {
-		return inNode("ip", "netns", "exec", netns, "ping", "-c", count, "-i", "0.2", "-W", "2", "-q", addr).CombinedOutput()
-	}
+	return pingRTT(t, fmt.Sprintf("ping %s from the metadata port on %s", addr, from), time.Minute, func(count string) *exec.Cmd {
+		return inNode("ip", "netns", "exec", netns, "ping", "-c", count, "-i", "0.2", "-W", "2", "-q", addr)
+	}, diag)
+}
+
+// hostPing pings a floating IP from the host (see pingRTT).
+func hostPing(t *testing.T, what, fip string, diag func() string) float64 {
+	t.Helper()
+	return pingRTT(t, fmt.Sprintf("ping %s on its floating IP %s from the host", what, fip), 3*time.Minute, func(count string) *exec.Cmd {
+		return exec.Command("ping", "-c", count, "-i", "0.2", "-W", "2", "-q", fip)
+	}, diag)
+}
+
+// pingRTT runs ping(count) until one packet comes back within wait (the first packets may
+// go while a neighbour or the floating IP's flows are set up), then sends 20 more, at most
+// 2 of them lost, and returns their average round trip. If nothing answers, the test
+// fails with diag (the network of both nodes) and 0.
+func pingRTT(t *testing.T, what string, wait time.Duration, ping func(count string) *exec.Cmd, diag func() string) float64 {
+	t.Helper()
 	var out []byte
 	var err error
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		if out, err = ping("1"); err == nil {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if out, err = ping("1").CombinedOutput(); err == nil {
 			break
 		}
 	}
 	if err == nil {
-		out, err = ping("20")
+		out, err = ping("20").CombinedOutput()
 	}
 	m := rttRE.FindStringSubmatch(string(out))
 	if m == nil {
-		t.Logf("ping %s from the metadata port on %s failed: the network of both nodes now:\n%s", addr, from, diag())
-		t.Errorf("ping %s from the metadata port on %s: %v\n%s", addr, from, err, out)
+		t.Logf("%s failed: the network of both nodes now:\n%s", what, diag())
+		t.Errorf("%s: %v\n%s", what, err, out)
 		return 0
 	}
 	if loss, _ := strconv.Atoi(m[1]); loss > 10 {
-		t.Errorf("ping %s from the metadata port on %s lost %d%% of 20 packets, want at most 10%%:\n%s", addr, from, loss, out)
+		t.Errorf("%s lost %d%% of 20 packets, want at most 10%%:\n%s", what, loss, out)
 	}
 	avg, _ := strconv.ParseFloat(m[2], 64)
 	return avg
@@ -393,16 +408,17 @@ func guestTCP(t *testing.T, n *node, inNode func(args ...string) *exec.Cmd, netn
 	return false
 }
 
-// checkCrossNode boots a server on node 2 and one on node 1. Each node's metadata port
-// (a namespace on the tenant network, on that node's chassis) pings the server on the
-// other node: requests and the guests' replies cross the Geneve tunnel between the
-// chassis. The round trip from node 1's metadata port to the server on node 2 (through
-// the tunnel) is compared with the one to the server on node 1 (no tunnel). Node 2's
-// server answers ping on a floating IP from the host (through node 1, the gateway).
-// Whether TCP from one guest reaches the other across the tunnel is recorded, not
-// required: on the userspace datapath, Open vSwitch 3.1 drops packets whose checksum is
-// left to offload (a virtio guest's TCP) at the tunnel (README: the limit of the userspace
-// datapath).
+// checkCrossNode boots a server on node 2 and one on node 1. Each node's metadata port (a
+// namespace on the tenant network, on that node's chassis) pings the server on its own
+// node: a metadata port is an OVN localport, present on every chassis, whose traffic OVN
+// never sends through a tunnel, so it reaches only its own node's guests. Across the
+// tunnel: each server gets a floating IP that the host pings. Node 1 is the gateway (its
+// chassis holds the router's gateway port), so the echo to node 2's server and its reply
+// cross the Geneve tunnel between the chassis and the one to node 1's server does not; the
+// round trips are compared. Whether TCP from one guest reaches the other across the tunnel
+// is recorded, not required: on the userspace datapath, Open vSwitch 3.1 drops packets
+// whose checksum is left to offload (a virtio guest's TCP) at the tunnel (README: the limit
+// of the userspace datapath).
 func checkCrossNode(t *testing.T, n *node, n2 *nsNode, node1 string, f *figures) {
 	onHost := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
 	vm2, took2 := bootOn(t, n, "ce2e-node2", cnName, n2.nsenter)
@@ -410,30 +426,31 @@ func checkCrossNode(t *testing.T, n *node, n2 *nsNode, node1 string, f *figures)
 	f.add(t, "server create to ACTIVE: on node 2 %.1f s, on node 1 %.1f s (ratio %.2f)", took2.Seconds(), took1.Seconds(), took2.Seconds()/took1.Seconds())
 	netns := "ovnmeta-" + n.field(t, "network", "show", "osd-net", "-f", "value", "-c", "id")
 	nodes := map[string]func(args ...string) *exec.Cmd{node1: onHost, cnName: n2.nsenter}
-	diagFor := func(from string, g guest) func() string {
-		return func() string { return tunnelDiagnostics(n, nodes, from, netns, g) }
+	meta1 := metadataPing(t, onHost, netns, "node 1", vm1.ip, func() string { return tunnelDiagnostics(n, nodes, node1, netns, vm1, nil) })
+	meta2 := metadataPing(t, n2.nsenter, netns, "node 2", vm2.ip, func() string { return tunnelDiagnostics(n, nodes, cnName, netns, vm2, nil) })
+	fips := map[string]string{}
+	for _, g := range []guest{vm1, vm2} {
+		fip := n.field(t, "floating", "ip", "create", "external", "-f", "value", "-c", "floating_ip_address")
+		t.Cleanup(func() { n.openstack("floating", "ip", "delete", fip) })
+		if out, err := n.openstack("server", "add", "floating", "ip", g.id, fip); err != nil {
+			t.Fatalf("add floating ip to %s: %v\n%s", g.name, err, out)
+		}
+		fips[g.id] = fip
 	}
-	across := metadataPing(t, onHost, netns, "node 1", vm2.ip, diagFor(node1, vm2))
-	back := metadataPing(t, n2.nsenter, netns, "node 2", vm1.ip, diagFor(cnName, vm1))
-	same := metadataPing(t, onHost, netns, "node 1", vm1.ip, diagFor(node1, vm1))
-	f.add(t, "ping RTT from node 1's metadata port: to the server on node 2 (Geneve) %.3f ms, to the server on node 1 %.3f ms (ratio %.2f); node 2's to node 1's server %.3f ms",
-		across, same, across/same, back)
+	across := hostPing(t, "node 2's server", fips[vm2.id], func() string {
+		return tunnelDiagnostics(n, nodes, node1, netns, vm2, func() ([]byte, error) {
+			return exec.Command("ping", "-c", "3", "-W", "2", fips[vm2.id]).CombinedOutput()
+		})
+	})
+	local := hostPing(t, "node 1's server", fips[vm1.id], func() string { return tunnelDiagnostics(n, nodes, node1, netns, vm1, nil) })
+	f.add(t, "ping RTT from the host to a floating IP (node 1 the gateway): node 2's server (across Geneve) %.3f ms, node 1's server %.3f ms (ratio %.2f); each node's metadata port to its own server: node 1 %.3f ms, node 2 %.3f ms",
+		across, local, across/local, meta1, meta2)
 	carried := map[bool]string{true: "carried", false: "not carried"}
 	f.add(t, "TCP from guest to guest across the tunnel: node 1 to node 2 %s, node 2 to node 1 %s",
 		carried[guestTCP(t, n, onHost, netns, vm1, vm2)], carried[guestTCP(t, n, n2.nsenter, netns, vm2, vm1)])
 	if t.Failed() {
 		return
 	}
-	fip := n.field(t, "floating", "ip", "create", "external", "-f", "value", "-c", "floating_ip_address")
-	t.Cleanup(func() { n.openstack("floating", "ip", "delete", fip) })
-	if out, err := n.openstack("server", "add", "floating", "ip", vm2.id, fip); err != nil {
-		t.Fatalf("add floating ip: %v\n%s", err, out)
-	}
-	took, err := waitPing(fip, 3*time.Minute)
-	if err != nil {
-		t.Fatalf("node 2's server on its floating IP: %v", err)
-	}
-	t.Logf("node 2's server answered ping on its floating IP %s %s after association", fip, took.Round(100*time.Millisecond))
 	for _, g := range []guest{vm1, vm2} {
 		if out, err := n.openstack("server", "delete", "--wait", g.id); err != nil {
 			t.Errorf("server delete %s: %v\n%s", g.name, err, out)
