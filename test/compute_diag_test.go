@@ -146,16 +146,18 @@ func traceFromMetadataPort(in func(args ...string) *exec.Cmd, netns, from string
 
 // neighbourExperiment sets each node's tunnel neighbour by hand (the peer's br-phy address
 // and MAC in the userspace datapath's neighbour cache, which it otherwise learns by
-// snooping ARP replies: a run of 2026-11-24 found node 1's entry for node 2's address
-// holding node 1's own br-phy MAC) and runs retry, the ping that failed: whether that alone
-// makes the tunnel carry it tells where the fault is.
+// snooping ARP replies) and runs retry, the ping that failed: whether that alone makes the
+// tunnel carry it tells where the fault is. The MACs come from netlink in each node's
+// network namespace: /sys in node 2's mount namespace is the host's sysfs (an earlier
+// version read node 1's MAC for both nodes there, and set node 1's own MAC as node 2's
+// neighbour).
 func neighbourExperiment(nodes map[string]func(args ...string) *exec.Cmd, target guest, retry func() ([]byte, error)) string {
 	var b strings.Builder
 	type phy struct{ ip, mac string }
 	addrs := map[string]phy{}
 	for name, in := range nodes {
 		ip, _ := in("sh", "-c", "ip -o -4 addr show br-phy | awk '{print $4}' | cut -d/ -f1").CombinedOutput()
-		mac, _ := in("cat", "/sys/class/net/br-phy/address").CombinedOutput()
+		mac, _ := in("sh", "-c", "ip -o link show br-phy | sed -n 's/.*link\\/ether \\([0-9a-f:]*\\).*/\\1/p'").CombinedOutput()
 		addrs[name] = phy{strings.TrimSpace(string(ip)), strings.TrimSpace(string(mac))}
 	}
 	for name, in := range nodes {
