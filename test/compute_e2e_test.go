@@ -3,7 +3,6 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -31,18 +30,6 @@ const (
 
 func init() { registerE2E("compute-node", stageCheck, checkComputeNode) }
 
-// requireComputeE2E gates the compute node test: `make cluster-e2e` (OSD_CLUSTER_E2E=1)
-// runs it; `make test` skips it until it has passed whole twice (it passed once on
-// 2026-11-24, in 378 s, after the check across the tunnel moved from the metadata ports,
-// OVN localports whose traffic never crosses a tunnel, to the floating IPs).
-func requireComputeE2E(t *testing.T) {
-	t.Helper()
-	requireCluster(t)
-	if os.Getenv("OSD_CLUSTER_E2E") == "" {
-		t.Skip("set OSD_CLUSTER_E2E=1 (make cluster-e2e) to run the compute node test")
-	}
-}
-
 // figures are what make cluster-e2e prints.
 type figures struct{ lines []string }
 
@@ -63,7 +50,7 @@ func (f *figures) add(t *testing.T, format string, args ...any) {
 // compute service, hypervisor, resource provider or chassis behind; node 2 reset joins
 // again under its name and comes back cleanly; removed again, the cloud is as before.
 func checkComputeNode(t *testing.T, n *node) {
-	requireComputeE2E(t)
+	requireCluster(t)
 	for _, tool := range []string{"ssh", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not installed (test/deps.sh installs it): %v", tool, err)
