@@ -280,6 +280,13 @@ func TestRabbitMQEnv(t *testing.T) {
 			}
 		})
 	}
+	for _, bad := range []any{0, 1000, -5, "lots", 1 << 30} {
+		spec := deploy.DeploymentSpec{Images: testImages, Services: map[string]deploy.ServiceSpec{"rabbitmq": {Overrides: map[string]any{"maxProcesses": bad}}}}
+		err := hhRenderError(t, "rabbitmq", spec)
+		if err == nil || !strings.Contains(err.Error(), "maxProcesses is") || !strings.Contains(err.Error(), "from 1024") {
+			t.Errorf("maxProcesses %v: render error = %v, want one naming the value and the range", bad, err)
+		}
+	}
 }
 
 // TestKeystone checks the uwsgi facts, the config checksum and that the chart's INI equals
