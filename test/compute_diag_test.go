@@ -19,25 +19,18 @@ import (
 // node's ovn-controller, nova-compute and metadata agent with ovn-controller's connection
 // status.
 func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serverID string) string {
-	var b strings.Builder
-	run := func(what string, cmd *exec.Cmd, lines int) {
-		out, err := cmd.CombinedOutput()
-		fmt.Fprintf(&b, "--- %s (%v)\n%s\n", what, err, tail(string(out), lines))
-	}
-	osd := func(args ...string) *exec.Cmd { return exec.Command(n.bin, append(n.globalArgs(), args...)...) }
-	ovnDB := func(tool, db string, args ...string) *exec.Cmd {
-		return osd(append([]string{"kubectl", "-n", "openstack", "exec", "deploy/ovn-central", "-c", "northd", "--", tool, "--db=unix:/run/ovn/ovn" + db + "_db.sock"}, args...)...)
-	}
+	d := &diagLog{n: n}
+	b, run, osd, ovnDB := &d.b, d.run, d.osd, d.ovnDB
 	out, _ := n.openstack("port", "list", "--server", serverID, "-f", "value", "-c", "ID", "-c", "MAC Address")
 	portID, mac, _ := strings.Cut(strings.TrimSpace(strings.Split(strings.TrimSpace(out), "\n")[0]), " ")
-	fmt.Fprintf(&b, "server %s on %s: port %q, MAC %q\n", serverID, node, portID, mac)
+	fmt.Fprintf(b, "server %s on %s: port %q, MAC %q\n", serverID, node, portID, mac)
 	if portID == "" {
 		return b.String() + out
 	}
 	out, err := n.openstack("port", "show", portID, "-f", "yaml", "-c", "status", "-c", "binding_host_id", "-c", "binding_vif_type", "-c", "binding_vif_details", "-c", "fixed_ips")
-	fmt.Fprintf(&b, "--- neutron port (%v)\n%s\n", err, tail(out, 40))
+	fmt.Fprintf(b, "--- neutron port (%v)\n%s\n", err, tail(out, 40))
 	out, err = n.openstack("network", "agent", "list", "--host", node)
-	fmt.Fprintf(&b, "--- neutron agents on %s (%v)\n%s\n", node, err, tail(out, 20))
+	fmt.Fprintf(b, "--- neutron agents on %s (%v)\n%s\n", node, err, tail(out, 20))
 	run("northbound port", ovnDB("ovn-nbctl", "nb", "--columns=name,up,addresses,port_security,options,dhcpv4_options", "find", "Logical_Switch_Port", "name="+portID), 20)
 	run("southbound port binding", ovnDB("ovn-sbctl", "sb", "--columns=logical_port,chassis,requested_chassis,up,options,tunnel_key", "find", "Port_Binding", "logical_port="+portID), 20)
 	run("ovn-sbctl show", ovnDB("ovn-sbctl", "sb", "show"), 60)
@@ -76,14 +69,9 @@ func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serv
 // state of target, the server the ping was for (its tap counters say whether the echo
 // reached it and whether it answered).
 func tunnelDiagnostics(n *node, nodes map[string]func(args ...string) *exec.Cmd, from, netns string, target guest, retry func() ([]byte, error)) string {
-	var b strings.Builder
-	run := func(what string, cmd *exec.Cmd, lines int) {
-		out, err := cmd.CombinedOutput()
-		fmt.Fprintf(&b, "--- %s (%v)\n%s\n", what, err, tail(string(out), lines))
-	}
-	osd := func(args ...string) *exec.Cmd { return exec.Command(n.bin, append(n.globalArgs(), args...)...) }
-	run("chassis and encapsulations", osd("kubectl", "-n", "openstack", "exec", "deploy/ovn-central", "-c", "northd", "--",
-		"ovn-sbctl", "--db=unix:/run/ovn/ovnsb_db.sock", "--columns=chassis_name,type,ip,options", "list", "Encap"), 20)
+	d := &diagLog{n: n}
+	b, run := &d.b, d.run
+	run("chassis and encapsulations", d.ovnDB("ovn-sbctl", "sb", "--columns=chassis_name,type,ip,options", "list", "Encap"), 20)
 	names := make([]string, 0, len(nodes))
 	for name := range nodes {
 		names = append(names, name)
@@ -172,4 +160,26 @@ func neighbourExperiment(nodes map[string]func(args ...string) *exec.Cmd, target
 	out, err := retry()
 	fmt.Fprintf(&b, "--- experiment: the ping to %s again with the neighbours set by hand (%v)\n%s\n", target.name, err, tail(string(out), 5))
 	return b.String()
+}
+
+// diagLog collects what the diagnostics' commands print, each under a heading.
+type diagLog struct {
+	n *node
+	b strings.Builder
+}
+
+// run runs cmd and adds the last lines of its output under what, with its error.
+func (d *diagLog) run(what string, cmd *exec.Cmd, lines int) {
+	out, err := cmd.CombinedOutput()
+	fmt.Fprintf(&d.b, "--- %s (%v)\n%s\n", what, err, tail(string(out), lines))
+}
+
+// osd is the CLI of the cloud's node.
+func (d *diagLog) osd(args ...string) *exec.Cmd {
+	return exec.Command(d.n.bin, append(d.n.globalArgs(), args...)...)
+}
+
+// ovnDB runs tool (ovn-nbctl or ovn-sbctl) against OVN's db ("nb" or "sb") in ovn-central.
+func (d *diagLog) ovnDB(tool, db string, args ...string) *exec.Cmd {
+	return d.osd(append([]string{"kubectl", "-n", "openstack", "exec", "deploy/ovn-central", "-c", "northd", "--", tool, "--db=unix:/run/ovn/ovn" + db + "_db.sock"}, args...)...)
 }
