@@ -356,6 +356,12 @@ func TestBuildBootDHCP(t *testing.T) {
 		t.Fatalf("ssh %s@%s = %q, %v, want the hostname %s and the user; console:\n%s", LoginUser, ip, out, err, tn.hostname, tailLines(string(b), 20))
 	}
 	t.Logf("guest %s: boot to SSH login %s (guest uptime %s s)", name, time.Since(start).Round(time.Millisecond), strings.Fields(out)[2])
+	// The login user pings (busybox's ping needs a raw socket: /bin/busybox is set-user-ID
+	// root) and its shell holds no root: busybox's id shows an effective uid that differs.
+	out, err = sshInNamespace(tn.ns, ip.String(), keyFile, knownHosts, "id; ping -c 3 -i 0.2 -W 2 "+tn.server)
+	if err != nil || !strings.HasPrefix(out, "uid=1000("+LoginUser+")") || strings.Contains(out, "euid=") || !strings.Contains(out, "3 packets received") {
+		t.Errorf("ssh %s@%s: id; ping -c 3 %s = %v:\n%s\nwant uid 1000 without another effective uid, and 3 replies", LoginUser, ip, tn.server, err, out)
+	}
 	// Go's SSH client (osd launch logs in with it) as well as OpenSSH's.
 	// Go's client prefers RSA host keys: with any host key accepted, the server must make
 	// one rather than drop the connection.

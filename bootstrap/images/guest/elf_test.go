@@ -71,6 +71,9 @@ func TestInitrdEntriesDirsFirst(t *testing.T) {
 		if made[e.Name] {
 			t.Errorf("initrd member %s twice", e.Name)
 		}
+		if e.Name == "bin/busybox" && e.Mode&0o7777 != 0o4755 {
+			t.Errorf("initrd member bin/busybox mode %o, want 4755 (set-user-ID root: the login user's ping needs a raw socket)", e.Mode&0o7777)
+		}
 		made[e.Name] = true
 	}
 	for _, want := range []string{"init", "bin/osd-sshd", "bin/osd-configdrive", "etc/shells", "usr/sbin/dropbear", "lib/modules/virtio_net.ko"} {

@@ -44,7 +44,10 @@ func initrdEntries(busybox []byte, files []File, modules []Module) []cpioEntry {
 	e = append(e,
 		cpioEntry{Name: "dev/console", Mode: cpioChar | 0o600, RdevMajor: 5, RdevMinor: 1},
 		cpioEntry{Name: "dev/null", Mode: cpioChar | 0o666, RdevMajor: 1, RdevMinor: 3},
-		cpioEntry{Name: "bin/busybox", Mode: cpioReg | 0o755, Data: busybox},
+		// Set-user-ID root, as buildroot (CirrOS) installs it, so that the login user can
+		// ping: busybox's ping needs a raw ICMP socket (it has no datagram fallback), and
+		// busybox gives up root at once in every applet that does not need it (sh, id, ...).
+		cpioEntry{Name: "bin/busybox", Mode: cpioReg | busyboxMode, Data: busybox},
 		cpioEntry{Name: "bin/sh", Mode: cpioSymlink | 0o777, Data: []byte("busybox")},
 		cpioEntry{Name: "init", Mode: cpioReg | 0o755, Data: []byte(initScript)},
 	)
@@ -68,6 +71,9 @@ func initrdEntries(busybox []byte, files []File, modules []Module) []cpioEntry {
 	e = append(e, cpioEntry{Name: "etc/osd-modules", Mode: cpioReg | 0o644, Data: []byte(strings.Join(order, "\n") + "\n")})
 	return e
 }
+
+// busyboxMode is /bin/busybox's permissions: set-user-ID root (see initrdEntries).
+const busyboxMode = 0o4755
 
 // parents lists the directories above name, outermost first ("a/b/c" -> a, a/b; a name
 // ending in "/" is a directory and is listed too).
@@ -96,7 +102,7 @@ func writeInitrd(w io.Writer, busybox []byte, files []File, modules []Module) er
 // recipeVersion identifies what the initramfs holds besides the packages:
 // part of the cache key.
 func recipeVersion() string {
-	parts := []string{"guest-v2", initScript, passwdFile, groupFile, shellsFile, nsswitchFile, strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(SSHBinaries, ",")}
+	parts := []string{"guest-v2", fmt.Sprintf("busybox %o", busyboxMode), initScript, passwdFile, groupFile, shellsFile, nsswitchFile, strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(SSHBinaries, ",")}
 	for _, sc := range scripts {
 		parts = append(parts, sc.path, sc.text)
 	}
