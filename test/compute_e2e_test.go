@@ -44,8 +44,9 @@ func (f *figures) add(t *testing.T, format string, args ...any) {
 // its role from node 1; its nova-compute, ovn-controller and metadata agent run there and
 // nothing of the control plane; its chassis registers its own Geneve endpoint while router
 // ports stay on node 1, the gateway. A server on each node gets its address from OVN DHCP,
-// reads its uuid from the metadata service, and each node's metadata port pings the server
-// on the other node across the tunnel (round trips measured); node 2's server answers on its floating IP from the host. Maintenance on node 2 sends
+// reads its uuid from the metadata service; node 2's server answers on its floating IP
+// from the host, and it and node 1's server ping each other across the tunnel (round trips
+// compared with two servers' on the same node). Maintenance on node 2 sends
 // the next server to node 1, off lets node 2 take servers again. Removing node 2 leaves no
 // compute service, hypervisor, resource provider or chassis behind; node 2 reset joins
 // again under its name and comes back cleanly; removed again, the cloud is as before.
@@ -363,54 +364,106 @@ func pingRTT(t *testing.T, what string, wait time.Duration, ping func(count stri
 	if err == nil {
 		out, err = ping("20").CombinedOutput()
 	}
-	m := rttRE.FindStringSubmatch(string(out))
+	loss, avg, ok := rttSummary(rttRE, string(out))
+	return judgePing(t, what, string(out), fmt.Sprint(err), loss, avg, ok, diag)
+}
+
+// rttSummary reads a ping summary with re, whose groups are the loss in percent and the
+// average round trip in ms; ok is false when out has no such summary (nothing came back).
+func rttSummary(re *regexp.Regexp, out string) (loss int, avg float64, ok bool) {
+	m := re.FindStringSubmatch(out)
 	if m == nil {
+		return 0, 0, false
+	}
+	loss, _ = strconv.Atoi(m[1])
+	avg, err := strconv.ParseFloat(m[2], 64)
+	return loss, avg, err == nil
+}
+
+// judgePing fails the test when a ping of 20 echoes has no summary (ok false: cause says
+// why, diag shows the network of both nodes) or lost more than 2 of them; it returns the
+// average round trip, 0 when there is none.
+func judgePing(t *testing.T, what, out, cause string, loss int, avg float64, ok bool, diag func() string) float64 {
+	t.Helper()
+	if !ok {
 		t.Logf("%s failed: the network of both nodes now:\n%s", what, diag())
-		t.Errorf("%s: %v\n%s", what, err, out)
+		t.Errorf("%s: %s\n%s", what, cause, out)
 		return 0
 	}
-	if loss, _ := strconv.Atoi(m[1]); loss > 10 {
+	if loss > 10 {
 		t.Errorf("%s lost %d%% of 20 packets, want at most 10%%:\n%s", what, loss, out)
 	}
-	avg, _ := strconv.ParseFloat(m[2], 64)
 	return avg
 }
 
 // guestTCP logs in to g over SSH as osd (from the metadata namespace netns of g's node: no
 // tunnel on the way in), which must work, and from g connects to the SSH server of other,
-// on the other node; it reports whether other's banner came back across the tunnel. (The
-// test image's login user cannot send ICMP: busybox's ping needs a raw socket.)
+// on the other node; it reports whether other's banner came back across the tunnel.
 func guestTCP(t *testing.T, n *node, inNode func(args ...string) *exec.Cmd, netns string, g, other guest) bool {
 	t.Helper()
-	ssh := []string{"timeout", "60", "ip", "netns", "exec", netns, "ssh", "-i", filepath.Join(n.stateDir, "osd-key"), "-o", "StrictHostKeyChecking=no",
-		"-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10", "-o", "BatchMode=yes", "osd@" + g.ip,
-		"echo logged in as $(id -un); nc -w 10 " + other.ip + " 22 </dev/null"}
+	out, ok := inGuest(n, inNode, netns, g, "nc -w 10 "+other.ip+" 22 </dev/null")
+	if !ok {
+		t.Errorf("ssh osd@%s (%s, on %s) from its node's metadata namespace: %s", g.ip, g.name, g.host, out)
+	}
+	return strings.Contains(out, "SSH-2.0-")
+}
+
+// inGuest logs in to g over SSH as osd from the metadata namespace netns of g's node
+// (inNode runs a command in that node's namespaces) and runs command there, trying the
+// login for 2 minutes; it returns the output and whether the login worked.
+func inGuest(n *node, inNode func(args ...string) *exec.Cmd, netns string, g guest, command string) (string, bool) {
+	ssh := []string{"timeout", "90", "ip", "netns", "exec", netns, "ssh", "-i", filepath.Join(n.stateDir, "osd-key"), "-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "osd@" + g.ip,
+		"echo logged in as $(id -un); " + command}
 	var out []byte
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(3 * time.Second) {
 		if out, _ = inNode(ssh...).CombinedOutput(); strings.Contains(string(out), "logged in as osd") {
-			return strings.Contains(string(out), "SSH-2.0-")
+			return string(out), true
 		}
 	}
-	t.Errorf("ssh osd@%s (%s, on %s) from its node's metadata namespace: %s", g.ip, g.name, g.host, out)
-	return false
+	return string(out), false
 }
 
-// checkCrossNode boots a server on node 2 and one on node 1. Each node's metadata port (a
+// busyboxRTTRE reads busybox ping's summary: the loss in percent and the average round
+// trip (busybox prints "round-trip min/avg/max", iputils "rtt min/avg/max/mdev").
+var busyboxRTTRE = regexp.MustCompile(`([0-9]+)% packet loss\s+round-trip min/avg/max = [0-9.]+/([0-9.]+)/[0-9.]+ ms`)
+
+// busyboxRTT is the loss in percent and the average round trip in ms of busybox ping's
+// output, ok false when it has no summary with round trips (nothing came back).
+func busyboxRTT(out string) (loss int, avg float64, ok bool) { return rttSummary(busyboxRTTRE, out) }
+
+// guestPing logs in to g (see inGuest) and pings other's fixed address from there: one
+// echo at a time for up to 30 s until one comes back, then 20, at most 2 of them lost. It
+// returns their average round trip; if the guest cannot reach other, the test fails with
+// the output and diag (the tunnel and both nodes' datapaths), and 0.
+func guestPing(t *testing.T, n *node, inNode func(args ...string) *exec.Cmd, netns string, g, other guest, diag func() string) float64 {
+	t.Helper()
+	command := fmt.Sprintf("i=0; until ping -c 1 -W 1 %[1]s >/dev/null 2>&1 || [ $i -ge 30 ]; do i=$((i+1)); done; ping -c 20 -i 0.2 -W 2 -q %[1]s", other.ip)
+	out, ok := inGuest(n, inNode, netns, g, command)
+	what := fmt.Sprintf("ping %s (%s, on %s) from %s (on %s) over SSH", other.ip, other.name, other.host, g.name, g.host)
+	loss, avg, got := busyboxRTT(out)
+	return judgePing(t, what, out, fmt.Sprintf("login %v, output:", ok), loss, avg, ok && got, diag)
+}
+
+// checkCrossNode boots a server on node 2 and two on node 1. Each node's metadata port (a
 // namespace on the tenant network, on that node's chassis) pings the server on its own
 // node: a metadata port is an OVN localport, present on every chassis, whose traffic OVN
 // never sends through a tunnel, so it reaches only its own node's guests. Across the
 // tunnel: each server gets a floating IP that the host pings. Node 1 is the gateway (its
 // chassis holds the router's gateway port), so the echo to node 2's server and its reply
 // cross the Geneve tunnel between the chassis and the one to node 1's server does not; the
-// round trips are compared. Whether TCP from one guest reaches the other across the tunnel
-// is recorded, not required: on the userspace datapath, Open vSwitch 3.1 drops packets
-// whose checksum is left to offload (a virtio guest's TCP) at the tunnel (README: the limit
-// of the userspace datapath).
+// round trips are compared. Inside the guests (over SSH from their node's metadata port),
+// node 1's server and node 2's ping each other across the tunnel, and node 1's two servers
+// each other on the node: the round trips are compared. Whether TCP from one guest reaches
+// the other across the tunnel is recorded, not required: on the userspace datapath, Open
+// vSwitch 3.1 drops packets whose checksum is left to offload (a virtio guest's TCP) at
+// the tunnel (README: the limit of the userspace datapath).
 func checkCrossNode(t *testing.T, n *node, n2 *nsNode, node1 string, f *figures) {
 	onHost := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
 	vm2, took2 := bootOn(t, n, "ce2e-node2", cnName, n2.nsenter)
 	vm1, took1 := bootOn(t, n, "ce2e-node1", node1, onHost)
 	f.add(t, "server create to ACTIVE: on node 2 %.1f s, on node 1 %.1f s (ratio %.2f)", took2.Seconds(), took1.Seconds(), took2.Seconds()/took1.Seconds())
+	vm1b, _ := bootOn(t, n, "ce2e-node1b", node1, onHost) // the same-node peer of vm1
 	netns := "ovnmeta-" + n.field(t, "network", "show", "osd-net", "-f", "value", "-c", "id")
 	nodes := map[string]func(args ...string) *exec.Cmd{node1: onHost, cnName: n2.nsenter}
 	meta1 := metadataPing(t, onHost, netns, "node 1", vm1.ip, func() string { return tunnelDiagnostics(n, nodes, node1, netns, vm1, nil) })
@@ -432,13 +485,23 @@ func checkCrossNode(t *testing.T, n *node, n2 *nsNode, node1 string, f *figures)
 	local := hostPing(t, "node 1's server", fips[vm1.id], func() string { return tunnelDiagnostics(n, nodes, node1, netns, vm1, nil) })
 	f.add(t, "ping RTT from the host to a floating IP (node 1 the gateway): node 2's server (across Geneve) %.3f ms, node 1's server %.3f ms (ratio %.2f); each node's metadata port to its own server: node 1 %.3f ms, node 2 %.3f ms",
 		across, local, across/local, meta1, meta2)
+	// Guest to guest over the tenant network: across the tunnel both ways, and between two
+	// guests on node 1 for comparison.
+	pingDiag := func(from string, target guest) func() string {
+		return func() string { return tunnelDiagnostics(n, nodes, from, netns, target, nil) }
+	}
+	g12 := guestPing(t, n, onHost, netns, vm1, vm2, pingDiag(node1, vm2))
+	g21 := guestPing(t, n, n2.nsenter, netns, vm2, vm1, pingDiag(cnName, vm1))
+	g11 := guestPing(t, n, onHost, netns, vm1, vm1b, pingDiag(node1, vm1b))
+	f.add(t, "ping RTT guest to guest on the tenant network (20 echoes, busybox ping in the guest): node 1 to node 2 (across Geneve) %.3f ms, node 2 to node 1 %.3f ms; two guests on node 1 %.3f ms (ratio across/same node %.2f)",
+		g12, g21, g11, (g12+g21)/2/g11)
 	carried := map[bool]string{true: "carried", false: "not carried"}
 	f.add(t, "TCP from guest to guest across the tunnel: node 1 to node 2 %s, node 2 to node 1 %s",
 		carried[guestTCP(t, n, onHost, netns, vm1, vm2)], carried[guestTCP(t, n, n2.nsenter, netns, vm2, vm1)])
 	if t.Failed() {
 		return
 	}
-	for _, g := range []guest{vm1, vm2} {
+	for _, g := range []guest{vm1, vm1b, vm2} {
 		if out, err := n.openstack("server", "delete", "--wait", g.id); err != nil {
 			t.Errorf("server delete %s: %v\n%s", g.name, err, out)
 		}
