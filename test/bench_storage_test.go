@@ -98,6 +98,10 @@ func BenchmarkStorage(b *testing.B) {
 	dom := n.domain(b, srv)
 	out := qemuIO(b, dom, diskAlias(b, dom, vols[4]), "write -P 0x5a 0 256M")
 	guestMBps := qemuIORate(out)
+	if guestMBps == 0 {
+		// Its first run reported 0 MiB/s here: say what qemu-io printed instead of a figure.
+		b.Errorf("no rate in qemu-io's output of the write through the guest's volume:\n%s", out)
+	}
 	file := filepath.Join(n.stateDir, "bench-write.img")
 	defer os.Remove(file)
 	t0 := time.Now()
