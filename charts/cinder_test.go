@@ -102,6 +102,15 @@ func mountsOf(c corev1.Container) map[string]string {
 	return out
 }
 
+// volumeCommand is cinder-volume's command, joined with spaces: Debian's cinder-volume
+// main() in one process, with cinder's in-process launcher instead of one that forks a
+// child for the backend.
+const volumeCommand = `/usr/bin/python3 -c import sys
+import cinder.cmd.volume as volume
+volume.service.get_launcher = volume.service.Launcher
+sys.argv[0] = "/usr/bin/cinder-volume"
+sys.exit(volume.main()) --config-file /etc/cinder/cinder.conf`
+
 // TestCinderCeph: four services as the cinder user, each with the files it needs; RBD
 // volumes and backups; Keystone's volumev3 endpoints; the volume type step last.
 func TestCinderCeph(t *testing.T) {
@@ -123,7 +132,7 @@ func TestCinderCeph(t *testing.T) {
 			"ceph.client.cinder.keyring": "/etc/ceph/ceph.client.cinder.keyring", "ceph.client.cinder-backup.keyring": "/etc/ceph/ceph.client.cinder-backup.keyring"},
 	}
 	wantCmd := map[string]string{"api": "uwsgi --ini /etc/cinder/uwsgi-osd.ini", "scheduler": "cinder-scheduler --config-file /etc/cinder/cinder.conf",
-		"volume": "cinder-volume --config-file /etc/cinder/cinder.conf", "backup": "cinder-backup --config-file /etc/cinder/cinder.conf"}
+		"volume": volumeCommand, "backup": "cinder-backup --config-file /etc/cinder/cinder.conf"}
 	for n, d := range c.deployments {
 		pod := d.Spec.Template.Spec
 		if sc := pod.SecurityContext; sc == nil || *sc.RunAsUser != 64061 || !*sc.RunAsNonRoot || pod.HostNetwork {
@@ -254,6 +263,9 @@ func TestCinderLVM(t *testing.T) {
 	pod := v.Spec.Template.Spec
 	if sc := pod.SecurityContext; sc == nil || *sc.RunAsUser != 0 || !pod.HostNetwork || !*pod.Containers[0].SecurityContext.Privileged {
 		t.Errorf("lvm cinder-volume securityContext %+v hostNetwork %v, want root, privileged, host network", sc, pod.HostNetwork)
+	}
+	if got := strings.Join(pod.Containers[0].Command, " "); got != volumeCommand {
+		t.Errorf("lvm cinder-volume command = %s, want %s", got, volumeCommand)
 	}
 	if !reflect.DeepEqual(pod.NodeSelector, map[string]string{"kubernetes.io/hostname": "node1"}) {
 		t.Errorf("lvm cinder-volume nodeSelector = %v, want the volume group's node", pod.NodeSelector)
