@@ -93,15 +93,20 @@ func BenchmarkStorage(b *testing.B) {
 	b.ReportMetric(volPing.Seconds(), "s-boot-volume-ping")
 	b.ReportMetric(volPing.Seconds()/imgPing.Seconds(), "x-boot-volume-vs-image")
 
-	// Sequential write of 256 MiB through the guest's volume against a file on the host.
+	// Sequential write of 256 MiB inside the guest, through its volume: dd as root on the
+	// server's console, timed by the guest's /proc/uptime around it (10 ms steps).
 	n.attach(b, srv, vols[4])
-	dom := n.domain(b, srv)
-	out := qemuIO(b, dom, diskAlias(b, dom, vols[4]), "write -P 0x5a 0 256M")
-	guestMBps := qemuIORate(out)
-	if guestMBps == 0 {
-		// Its first run reported 0 MiB/s here: say what qemu-io printed instead of a figure.
-		b.Errorf("no rate in qemu-io's output of the write through the guest's volume:\n%s", out)
+	checkRBDDisk(b, n.domain(b, srv), vols[4])
+	console, err := n.guestConsole(b, srv, guestConsolePassword)
+	if err != nil {
+		b.Fatal(err)
 	}
+	out := console.run(b, fmt.Sprintf("a=$(cut -d' ' -f1 /proc/uptime); dd if=/dev/zero of=%s bs=1M count=256 conv=fsync 2>&1; echo took $a $(cut -d' ' -f1 /proc/uptime)", device(vols[4])), 15*time.Minute)
+	guestSeconds, ok := uptimeSpan(out)
+	if !ok || !strings.Contains(out, "256+0 records out") {
+		b.Fatalf("dd of 256 MiB onto the volume in the guest: %q", out)
+	}
+	guestMBps := 256 / guestSeconds
 	file := filepath.Join(n.stateDir, "bench-write.img")
 	defer os.Remove(file)
 	t0 := time.Now()
@@ -124,18 +129,35 @@ func p50(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// qemuIORate reads qemu-io's "(X MiB/sec and ...)" summary.
-func qemuIORate(out string) float64 {
-	m := regexp.MustCompile(`\(([0-9.]+) (KiB|MiB|GiB)/sec`).FindStringSubmatch(out)
+// uptimeSpan reads the line "took A B" (two of the guest's /proc/uptime readings, in
+// seconds) and returns B - A; ok is false without such a line or with B <= A.
+func uptimeSpan(out string) (float64, bool) {
+	m := regexp.MustCompile(`(?m)^took ([0-9]+\.[0-9]+) ([0-9]+\.[0-9]+)$`).FindStringSubmatch(out)
 	if m == nil {
-		return 0
+		return 0, false
 	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	switch m[2] {
-	case "KiB":
-		v /= 1024
-	case "GiB":
-		v *= 1024
+	a, _ := strconv.ParseFloat(m[1], 64)
+	b, _ := strconv.ParseFloat(m[2], 64)
+	return b - a, b > a
+}
+
+// TestUptimeSpan reads the span between the guest's two /proc/uptime readings, and
+// nothing from output without them or with time running backwards.
+func TestUptimeSpan(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want float64
+		ok   bool
+	}{
+		{"256+0 records in\n256+0 records out\ntook 61.25 75.75\n", 14.5, true},
+		{"dd: /dev/vdb: No space left on device\ntook 61.25 61.30\n", 0.05, true},
+		{"256+0 records out\n", 0, false},
+		{"took 75.75 61.25\n", 0, false},
+		{"took 61.25\n", 0, false},
+	} {
+		got, ok := uptimeSpan(tc.out)
+		if ok != tc.ok || (ok && (got < tc.want-1e-9 || got > tc.want+1e-9)) {
+			t.Errorf("uptimeSpan(%q) = %v, %v, want %v, %v", tc.out, got, ok, tc.want, tc.ok)
+		}
 	}
-	return v
 }

@@ -120,9 +120,9 @@ func (c *consoleSession) try(t testing.TB, command string, timeout time.Duration
 const guestConsolePassword = "osd-test"
 
 // guestDisk writes and reads volumes attached to servers inside the guests: typing on the
-// console as root. Where the guest image offers no console login it says so and goes
-// through the server's disk in the host's QEMU instead (the same requests below the
-// virtio device: QEMU's block layer, librbd, Ceph).
+// console as root. (The host's QEMU is no way round a guest without a console login: its
+// qemu-io finds no block backend under a virtio-blk-pci device's id, and a write through
+// the disk's node conflicts with the write permission the guest's device keeps unshared.)
 type guestDisk struct {
 	n        *node
 	sessions map[string]*consoleSession
@@ -149,7 +149,7 @@ func (g *guestDisk) session(t testing.TB, server string) *consoleSession {
 	}
 	s, err := g.n.guestConsole(t, server, guestConsolePassword)
 	if err != nil {
-		t.Logf("no console login on %s (%v): volume I/O goes through the server's disk in QEMU", server, err)
+		t.Fatal(err)
 	}
 	g.sessions[server] = s
 	return s
@@ -165,36 +165,23 @@ func device(volume string) string {
 // returns the md5 of what it wrote.
 func (g *guestDisk) write(t testing.TB, server, volume, token string) string {
 	t.Helper()
-	if s := g.session(t, server); s != nil {
-		out := s.run(t, fmt.Sprintf("d=%s; yes %s | head -c %d | dd of=$d bs=1M conv=fsync 2>/dev/null; echo wrote $d", device(volume), token, guestDiskBytes), 3*time.Minute)
-		if !strings.Contains(out, "wrote /dev/vd") {
-			t.Fatalf("write in %s: %q", server, out)
-		}
-		return fmt.Sprintf("%x", md5sum(pattern(token)))
+	checkRBDDisk(t, g.n.domain(t, server), volume)
+	out := g.session(t, server).run(t, fmt.Sprintf("d=%s; yes %s | head -c %d | dd of=$d bs=1M conv=fsync 2>/dev/null; echo wrote $d", device(volume), token, guestDiskBytes), 3*time.Minute)
+	if !strings.Contains(out, "wrote /dev/vd") {
+		t.Fatalf("write in %s: %q", server, out)
 	}
-	dom := g.n.domain(t, server)
-	if out := qemuIO(t, dom, diskAlias(t, dom, volume), fmt.Sprintf("write -P 0xa5 0 %d", guestDiskBytes)); !strings.Contains(out, fmt.Sprintf("wrote %d/%d", guestDiskBytes, guestDiskBytes)) {
-		t.Fatalf("write through %s's disk: %s", server, out)
-	}
-	return md5Pattern(0xa5, guestDiskBytes>>20)
+	return fmt.Sprintf("%x", md5sum(pattern(token)))
 }
 
 // sum is the md5 of the first 4 MiB of the volume attached to server, read there.
-func (g *guestDisk) sum(t testing.TB, server, volume, want string) string {
+func (g *guestDisk) sum(t testing.TB, server, volume string) string {
 	t.Helper()
-	if s := g.session(t, server); s != nil {
-		out := s.run(t, fmt.Sprintf("head -c %d %s | md5sum", guestDiskBytes, device(volume)), 3*time.Minute)
-		if f := strings.Fields(out); len(f) > 0 {
-			return f[0]
-		}
-		t.Fatalf("md5sum in %s: %q", server, out)
+	out := g.session(t, server).run(t, fmt.Sprintf("head -c %d %s | md5sum", guestDiskBytes, device(volume)), 3*time.Minute)
+	if f := strings.Fields(out); len(f) > 0 {
+		return f[0]
 	}
-	dom := g.n.domain(t, server)
-	out := qemuIO(t, dom, diskAlias(t, dom, volume), fmt.Sprintf("read -P 0xa5 0 %d", guestDiskBytes))
-	if strings.Contains(out, fmt.Sprintf("read %d/%d", guestDiskBytes, guestDiskBytes)) && !strings.Contains(out, "Pattern verification failed") {
-		return want
-	}
-	return "pattern verification failed: " + out
+	t.Fatalf("md5sum in %s: %q", server, out)
+	return ""
 }
 
 func md5sum(b []byte) [16]byte { return md5.Sum(b) }

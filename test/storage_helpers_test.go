@@ -109,9 +109,9 @@ func (n *node) value(t testing.TB, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-// diskAlias finds the device alias of the RBD disk of volume in a domain's live XML, and
-// checks that the host's QEMU opens it over RBD with the libvirt secret.
-func diskAlias(t testing.TB, domain, volume string) string {
+// checkRBDDisk checks in a domain's live XML that the host's QEMU opens the disk of
+// volume over RBD with the libvirt secret, as client.cinder.
+func checkRBDDisk(t testing.TB, domain, volume string) {
 	t.Helper()
 	out, err := exec.Command("virsh", "-c", "qemu:///system", "dumpxml", domain).CombinedOutput()
 	if err != nil {
@@ -125,25 +125,9 @@ func diskAlias(t testing.TB, domain, volume string) string {
 		if !strings.Contains(d, "protocol='rbd'") || !strings.Contains(d, "<secret type='ceph' uuid=") || !strings.Contains(d, "username='cinder'") {
 			t.Errorf("the disk of volume %s in %s is not RBD through the libvirt secret as client.cinder:\n%s", volume, domain, d)
 		}
-		if m := regexp.MustCompile(`<alias name='([^']+)'/>`).FindStringSubmatch(d); m != nil {
-			return m[1]
-		}
+		return
 	}
 	t.Fatalf("domain %s has no RBD disk of volume %s:\n%s", domain, volume, out)
-	return ""
-}
-
-// qemuIO runs a qemu-io command on a disk of a running domain through its QEMU monitor:
-// the request takes the path of a guest's own disk I/O below the virtio device (QEMU's
-// block layer, librbd, Ceph).
-func qemuIO(t testing.TB, domain, alias, command string) string {
-	t.Helper()
-	out, err := exec.Command("virsh", "-c", "qemu:///system", "qemu-monitor-command", domain, "--hmp",
-		fmt.Sprintf("qemu-io -d %s %q", alias, command)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("qemu-io %s %s %q: %v\n%s", domain, alias, command, err, out)
-	}
-	return string(out)
 }
 
 // cephAdmin runs the ceph or rbd CLI as client.admin in the monitor's pod.
