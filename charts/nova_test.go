@@ -227,7 +227,7 @@ func TestNovaDeployments(t *testing.T) {
 		name    string
 		command []string
 		ports   []int32
-		probe   string // "" none, "GET /:8774", "tcp:6080"
+		probe   string   // "" none, "GET /:8774", "tcp:6080"
 		program []string // python3 -c: what the program (command[2], left "" in command) says
 	}{
 		// Debian's nova-api main() with a launcher that forks nothing (see deployments.yaml).
