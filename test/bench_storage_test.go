@@ -96,11 +96,11 @@ func BenchmarkStorage(b *testing.B) {
 	// Sequential write of 256 MiB inside the guest, through its volume: dd as root on the
 	// server's console, timed by the guest's /proc/uptime around it (10 ms steps).
 	n.attach(b, srv, vols[4])
-	checkRBDDisk(b, n.domain(b, srv), vols[4])
 	console, err := n.guestConsole(b, srv, guestConsolePassword)
 	if err != nil {
 		b.Fatal(err)
 	}
+	checkRBDDisk(b, console.domain, vols[4])
 	out := console.run(b, fmt.Sprintf("a=$(cut -d' ' -f1 /proc/uptime); dd if=/dev/zero of=%s bs=1M count=256 conv=fsync 2>&1; echo took $a $(cut -d' ' -f1 /proc/uptime)", device(vols[4])), 15*time.Minute)
 	guestSeconds, ok := uptimeSpan(out)
 	if !ok || !strings.Contains(out, "256+0 records out") {

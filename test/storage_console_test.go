@@ -165,8 +165,9 @@ func device(volume string) string {
 // returns the md5 of what it wrote.
 func (g *guestDisk) write(t testing.TB, server, volume, token string) string {
 	t.Helper()
-	checkRBDDisk(t, g.n.domain(t, server), volume)
-	out := g.session(t, server).run(t, fmt.Sprintf("d=%s; yes %s | head -c %d | dd of=$d bs=1M conv=fsync 2>/dev/null; echo wrote $d", device(volume), token, guestDiskBytes), 3*time.Minute)
+	s := g.session(t, server)
+	checkRBDDisk(t, s.domain, volume)
+	out := s.run(t, fmt.Sprintf("d=%s; yes %s | head -c %d | dd of=$d bs=1M conv=fsync 2>/dev/null; echo wrote $d", device(volume), token, guestDiskBytes), 3*time.Minute)
 	if !strings.Contains(out, "wrote /dev/vd") {
 		t.Fatalf("write in %s: %q", server, out)
 	}
