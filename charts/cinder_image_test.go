@@ -16,8 +16,9 @@ import (
 // TestCinderInDebianImage runs what the cinder chart renders (Ceph backend) against the
 // openstack image osd built, as the cinder user in private mount and PID namespaces: the
 // config-render script, the long-running pods' wait-db step (waiting before the Job's db
-// sync, passing after), cinder-manage db sync twice (idempotent), and cinder-api under the
-// rendered uwsgi.ini, whose probe path answers without a token while the API asks for one.
+// sync, passing after), cinder-manage db sync twice (idempotent), and cinder-server as the
+// single-replica layout runs it (api, scheduler, volume and backup in one process), whose
+// probe path answers without a token while the API asks for one.
 // It also checks that the RBD and backup drivers and the rbd CLI the chart relies on load
 // in the image. Only what a host lacks is overridden: SQLite instead of MariaDB, a
 // loopback port. RabbitMQ, Keystone and Ceph are not contacted (the end-to-end test does).
@@ -43,9 +44,15 @@ func TestCinderInDebianImage(t *testing.T) {
 	}
 	os.Chown(filepath.Join(root, data), 64061, 64061)
 	api := freePort(t)
-	c, _ := renderCinder(t, cinderSpec("ceph", map[string]any{"conf": map[string]any{
-		"cinder": map[string]any{"database": map[string]any{"connection": "sqlite:///" + data + "/cinder.db"}, "DEFAULT": map[string]any{"state_path": data}},
-		"uwsgi":  map[string]any{"uwsgi": map[string]any{"http11-socket": fmt.Sprintf("127.0.0.1:%d", api)}},
+	// The monitor's address is a closed loopback port: the volume service's connection
+	// fails there (after rados_connect_timeout) while the API answers.
+	c, _ := renderCinder(t, cinderSpec("ceph", map[string]any{"ceph": map[string]any{"monHost": fmt.Sprintf("127.0.0.1:%d", freePort(t))}, "conf": map[string]any{
+		"cinder": map[string]any{"database": map[string]any{"connection": "sqlite:///" + data + "/cinder.db"},
+			// No RabbitMQ here: oslo.messaging's in-process transport lets the services'
+			// RPC servers start (with none they would keep reconnecting, and a stop waits
+			// for them).
+			"DEFAULT": map[string]any{"state_path": data, "osapi_volume_listen": "127.0.0.1", "osapi_volume_listen_port": api, "transport_url": "fake:/"}},
+		"uwsgi": map[string]any{"uwsgi": map[string]any{"http11-socket": fmt.Sprintf("127.0.0.1:%d", api)}},
 	}}))
 	job := c.job.Spec.Template.Spec
 	conf, _ := runConfigRender(t, containerByName(job.InitContainers, "config-render"), c.config.StringData)
@@ -83,8 +90,8 @@ exec chroot --userspec=64061:64061 "$r" "$@"
 		t.Logf("%s: %s (%v)", c.Name, time.Since(began).Round(100*time.Millisecond), err)
 		return string(b), err
 	}
-	scheduler := c.deployments["scheduler"].Spec.Template.Spec
-	waitDB := containerByName(scheduler.InitContainers, "wait-db")
+	server := c.deployments["server"].Spec.Template.Spec
+	waitDB := containerByName(server.InitContainers, "wait-db")
 	if out, err := step(waitDB, 20*time.Second); err == nil || !strings.Contains(out, "waiting for the cinder-init Job") {
 		t.Errorf("wait-db before the db sync = %v\n%s\nwant it waiting", err, tail(out, 5))
 	}
@@ -110,14 +117,13 @@ sys.exit("not found on PATH %s: %s" % (os.environ.get("PATH"), missing) if missi
 		t.Errorf("RBD and Ceph backup drivers in the image: %v\n%s", err, tail(string(out), 10))
 	}
 
-	apiPod := c.deployments["api"].Spec.Template.Spec
-	main := containerByName(apiPod.Containers, "cinder-api")
-	logFile := filepath.Join(t.TempDir(), "cinder-api.log")
-	// Registered before start's own cleanup, so it runs after cinder-api was stopped.
+	main := containerByName(server.Containers, "cinder-server")
+	logFile := filepath.Join(t.TempDir(), "cinder-server.log")
+	// Registered before start's own cleanup, so it runs after cinder-server was stopped.
 	t.Cleanup(func() {
 		if t.Failed() {
 			b, _ := os.ReadFile(logFile)
-			t.Logf("cinder-api's log:\n%s", tail(string(b), 40))
+			t.Logf("cinder-server's log:\n%s", tail(string(b), 40))
 		}
 	})
 	cmd := command(main.Command, 0)
@@ -128,4 +134,18 @@ sys.exit("not found on PATH %s: %s" % (os.environ.get("PATH"), missing) if missi
 		t.Errorf("GET / = %+v (%v), want the version document with v3.0", r, err)
 	}
 	checkUnauthorized(t, base+"/v3/osd-test/volumes", "http://127.0.0.1:30500/v3")
+	// Every service of the command line was created in the one process (the volume
+	// service's connection to the closed monitor port holds the process for up to
+	// rados_connect_timeout meanwhile).
+	const line = "cinder-server running api, scheduler, volume, backup in one process"
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
+		b, _ := os.ReadFile(logFile)
+		if strings.Contains(string(b), line) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("cinder-server's log lacks %q after 90 s", line)
+			break
+		}
+	}
 }

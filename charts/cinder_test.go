@@ -3,6 +3,7 @@ package charts
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -102,60 +103,126 @@ func mountsOf(c corev1.Container) map[string]string {
 	return out
 }
 
-// volumeCommand is cinder-volume's command, joined with spaces: Debian's cinder-volume
-// main() in one process, with cinder's in-process launcher instead of one that forks a
-// child for the backend.
-const volumeCommand = `/usr/bin/python3 -c import sys
-import cinder.cmd.volume as volume
-volume.service.get_launcher = volume.service.Launcher
-sys.argv[0] = "/usr/bin/cinder-volume"
-sys.exit(volume.main()) --config-file /etc/cinder/cinder.conf`
+// serverCommand is cinder-server's command (files/cinder-server.py) for services, joined
+// with spaces.
+func serverCommand(t *testing.T, services string) string {
+	t.Helper()
+	b, err := os.ReadFile("cinder/files/cinder-server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "/usr/bin/python3 -c " + string(b) + " " + services + " --config-file /etc/cinder/cinder.conf"
+}
 
-// TestCinderCeph: four services as the cinder user, each with the files it needs; RBD
-// volumes and backups; Keystone's volumev3 endpoints; the volume type step last.
+// TestCinderServerProgram: cinder-server's Python compiles, and its service list is checked
+// before anything starts (here without Cinder: only the parser runs).
+func TestCinderServerProgram(t *testing.T) {
+	b, err := os.ReadFile("cinder/files/cinder-server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compile := exec.Command("python3", "-c", "import sys; compile(sys.stdin.read(), 'cinder-server', 'exec')")
+	compile.Stdin = strings.NewReader(string(b))
+	if out, err := compile.CombinedOutput(); err != nil {
+		t.Fatalf("cinder-server does not compile: %v\n%s", err, out)
+	}
+	// The parser alone: the program up to its imports of Cinder.
+	src := string(b)
+	parser := src[strings.Index(src, "KNOWN = "):strings.Index(src, "def main")]
+	for _, tt := range []struct {
+		arg, want string
+	}{
+		{"api,scheduler,volume,backup", "['api', 'scheduler', 'volume', 'backup']"},
+		{"api,scheduler", "['api', 'scheduler']"},
+		{"api,nova", "want a comma-separated subset of api,scheduler,volume,backup"},
+		{"", "want a comma-separated subset"},
+	} {
+		out, _ := exec.Command("python3", "-c", "import sys\n"+parser+"\nprint(parse_services(sys.argv[1]))", tt.arg).CombinedOutput()
+		if !strings.Contains(string(out), tt.want) {
+			t.Errorf("parse_services(%q) = %s, want %s", tt.arg, out, tt.want)
+		}
+	}
+}
+
+// TestCinderCeph: as the cinder user, each pod with the files it needs; one process for
+// every service with one replica, a Deployment per service with more; RBD volumes and
+// backups; Keystone's volumev3 endpoints; the volume type step last.
 func TestCinderCeph(t *testing.T) {
+	cephFiles := map[string]string{"cinder.conf": "/etc/cinder/cinder.conf", "ceph.conf": "/etc/ceph/ceph.conf",
+		"ceph.client.cinder.keyring": "/etc/ceph/ceph.client.cinder.keyring", "ceph.client.cinder-backup.keyring": "/etc/ceph/ceph.client.cinder-backup.keyring"}
+	layouts := []struct {
+		name       string
+		replicas   int
+		mounts     map[string]map[string]string
+		cmd        map[string]string
+		apiPod     string
+		serviceFor string
+	}{
+		{name: "one replica", replicas: 1, apiPod: "server",
+			mounts: map[string]map[string]string{"server": cephFiles},
+			cmd:    map[string]string{"server": serverCommand(t, "api,scheduler,volume,backup")}},
+		{name: "HA", replicas: 3, apiPod: "api",
+			mounts: map[string]map[string]string{
+				"api":       {"cinder.conf": "/etc/cinder/cinder.conf", "uwsgi.ini": "/etc/cinder/uwsgi-osd.ini"},
+				"scheduler": {"cinder.conf": "/etc/cinder/cinder.conf"},
+				"volume": {"cinder.conf": "/etc/cinder/cinder.conf", "ceph.conf": "/etc/ceph/ceph.conf",
+					"ceph.client.cinder.keyring": "/etc/ceph/ceph.client.cinder.keyring"},
+				"backup": cephFiles,
+			},
+			cmd: map[string]string{"api": "uwsgi --ini /etc/cinder/uwsgi-osd.ini", "scheduler": "cinder-scheduler --config-file /etc/cinder/cinder.conf",
+				"volume": serverCommand(t, "volume"), "backup": "cinder-backup --config-file /etc/cinder/cinder.conf"}},
+	}
+	for _, l := range layouts {
+		c, _ := renderCinder(t, cinderSpec("ceph", map[string]any{"replicas": l.replicas}))
+		var names, want []string
+		for n := range c.deployments {
+			names = append(names, n)
+		}
+		for n := range l.cmd {
+			want = append(want, n)
+		}
+		sort.Strings(names)
+		sort.Strings(want)
+		if !reflect.DeepEqual(names, want) {
+			t.Fatalf("%s: cinder Deployments = %v, want %v", l.name, names, want)
+		}
+		for n, d := range c.deployments {
+			pod := d.Spec.Template.Spec
+			if sc := pod.SecurityContext; sc == nil || *sc.RunAsUser != 64061 || !*sc.RunAsNonRoot || pod.HostNetwork {
+				t.Errorf("%s: cinder-%s securityContext %+v hostNetwork %v, want the cinder user 64061 on the pod network", l.name, n, sc, pod.HostNetwork)
+			}
+			main := pod.Containers[0]
+			if got := strings.Join(main.Command, " "); got != l.cmd[n] {
+				t.Errorf("%s: cinder-%s command = %.300s, want %.300s", l.name, n, got, l.cmd[n])
+			}
+			if got := mountsOf(main); !reflect.DeepEqual(got, l.mounts[n]) {
+				t.Errorf("%s: cinder-%s config mounts = %v, want %v", l.name, n, got, l.mounts[n])
+			}
+			var inits []string
+			for _, ic := range pod.InitContainers {
+				inits = append(inits, ic.Name)
+			}
+			if !reflect.DeepEqual(inits, []string{"config-render", "wait-db"}) {
+				t.Errorf("%s: cinder-%s init containers = %v, want config-render, wait-db", l.name, n, inits)
+			}
+			var env []string
+			for _, e := range containerByName(pod.InitContainers, "config-render").Env {
+				env = append(env, e.Name)
+			}
+			wantKeys := map[string]bool{"server": true, "volume": true, "backup": true}[n]
+			if strings.Contains(strings.Join(env, ","), "CEPH_CINDER_KEY") != wantKeys {
+				t.Errorf("%s: cinder-%s config-render env %v: Ceph key given %t, want %t", l.name, n, env, !wantKeys, wantKeys)
+			}
+		}
+		api := c.deployments[l.apiPod].Spec.Template.Spec.Containers[0]
+		if p := api.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthcheck" || p.HTTPGet.Port.IntValue() != 8776 {
+			t.Errorf("%s: cinder-%s readiness = %+v, want GET /healthcheck on 8776", l.name, l.apiPod, p)
+		}
+		if got, want := c.service.Spec.Selector, c.deployments[l.apiPod].Spec.Selector.MatchLabels; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Service cinder-api selects %v, want cinder-%s's %v", l.name, got, l.apiPod, want)
+		}
+	}
 	c, vals := renderCinder(t, cinderSpec("ceph", nil))
-	var names []string
-	for n := range c.deployments {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if !reflect.DeepEqual(names, []string{"api", "backup", "scheduler", "volume"}) {
-		t.Fatalf("cinder Deployments = %v, want api, backup, scheduler, volume", names)
-	}
-	wantMounts := map[string]map[string]string{
-		"api":       {"cinder.conf": "/etc/cinder/cinder.conf", "uwsgi.ini": "/etc/cinder/uwsgi-osd.ini"},
-		"scheduler": {"cinder.conf": "/etc/cinder/cinder.conf"},
-		"volume": {"cinder.conf": "/etc/cinder/cinder.conf", "ceph.conf": "/etc/ceph/ceph.conf",
-			"ceph.client.cinder.keyring": "/etc/ceph/ceph.client.cinder.keyring"},
-		"backup": {"cinder.conf": "/etc/cinder/cinder.conf", "ceph.conf": "/etc/ceph/ceph.conf",
-			"ceph.client.cinder.keyring": "/etc/ceph/ceph.client.cinder.keyring", "ceph.client.cinder-backup.keyring": "/etc/ceph/ceph.client.cinder-backup.keyring"},
-	}
-	wantCmd := map[string]string{"api": "uwsgi --ini /etc/cinder/uwsgi-osd.ini", "scheduler": "cinder-scheduler --config-file /etc/cinder/cinder.conf",
-		"volume": volumeCommand, "backup": "cinder-backup --config-file /etc/cinder/cinder.conf"}
-	for n, d := range c.deployments {
-		pod := d.Spec.Template.Spec
-		if sc := pod.SecurityContext; sc == nil || *sc.RunAsUser != 64061 || !*sc.RunAsNonRoot || pod.HostNetwork {
-			t.Errorf("cinder-%s securityContext %+v hostNetwork %v, want the cinder user 64061 on the pod network", n, sc, pod.HostNetwork)
-		}
-		main := pod.Containers[0]
-		if got := strings.Join(main.Command, " "); got != wantCmd[n] {
-			t.Errorf("cinder-%s command = %s, want %s", n, got, wantCmd[n])
-		}
-		if got := mountsOf(main); !reflect.DeepEqual(got, wantMounts[n]) {
-			t.Errorf("cinder-%s config mounts = %v, want %v", n, got, wantMounts[n])
-		}
-		var inits []string
-		for _, ic := range pod.InitContainers {
-			inits = append(inits, ic.Name)
-		}
-		if !reflect.DeepEqual(inits, []string{"config-render", "wait-db"}) {
-			t.Errorf("cinder-%s init containers = %v, want config-render, wait-db", n, inits)
-		}
-	}
-	if p := c.deployments["api"].Spec.Template.Spec.Containers[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthcheck" || p.HTTPGet.Port.IntValue() != 8776 {
-		t.Errorf("cinder-api readiness = %+v, want GET /healthcheck on 8776", p)
-	}
 	if s := c.service.Spec; s.Type != corev1.ServiceTypeNodePort || s.Ports[0].Port != 8776 || s.Ports[0].NodePort != 30776 {
 		t.Errorf("Service cinder-api = %s %d nodePort %d, want NodePort 8776 -> 30776", s.Type, s.Ports[0].Port, s.Ports[0].NodePort)
 	}
@@ -264,8 +331,12 @@ func TestCinderLVM(t *testing.T) {
 	if sc := pod.SecurityContext; sc == nil || *sc.RunAsUser != 0 || !pod.HostNetwork || !*pod.Containers[0].SecurityContext.Privileged {
 		t.Errorf("lvm cinder-volume securityContext %+v hostNetwork %v, want root, privileged, host network", sc, pod.HostNetwork)
 	}
-	if got := strings.Join(pod.Containers[0].Command, " "); got != volumeCommand {
-		t.Errorf("lvm cinder-volume command = %s, want %s", got, volumeCommand)
+	if got, want := strings.Join(pod.Containers[0].Command, " "), serverCommand(t, "volume"); got != want {
+		t.Errorf("lvm cinder-volume command = %.300s, want %.300s", got, want)
+	}
+	// api and scheduler share cinder-server's process; cinder-volume is apart on its node.
+	if got, want := strings.Join(c.deployments["server"].Spec.Template.Spec.Containers[0].Command, " "), serverCommand(t, "api,scheduler"); got != want {
+		t.Errorf("lvm cinder-server command = %.300s, want %.300s", got, want)
 	}
 	if !reflect.DeepEqual(pod.NodeSelector, map[string]string{"kubernetes.io/hostname": "node1"}) {
 		t.Errorf("lvm cinder-volume nodeSelector = %v, want the volume group's node", pod.NodeSelector)

@@ -416,8 +416,12 @@ func checkStorageRestarts(t *testing.T, n *node) {
 	if out, err := n.kubectl("-n", "openstack", "delete", "pod", "-l", "app.kubernetes.io/instance in (ceph, cinder)", "--field-selector", "status.phase=Running", "--wait=true"); err != nil {
 		t.Fatalf("delete the storage pods: %v\n%s", err, out)
 	}
-	for _, d := range []string{"ceph-mon", "ceph-mgr", "ceph-osd", "cinder-api", "cinder-scheduler", "cinder-volume", "cinder-backup"} {
-		if out, err := n.kubectl("-n", "openstack", "rollout", "status", "deploy/"+d, "--timeout", "10m"); err != nil {
+	deployments, err := n.kubectl("-n", "openstack", "get", "deploy", "-l", "app.kubernetes.io/instance in (ceph, cinder)", "-o", "name")
+	if err != nil || len(strings.Fields(deployments)) < 4 {
+		t.Fatalf("the storage Deployments = %q (%v), want Ceph's three and Cinder's", deployments, err)
+	}
+	for _, d := range strings.Fields(deployments) {
+		if out, err := n.kubectl("-n", "openstack", "rollout", "status", d, "--timeout", "10m"); err != nil {
 			markBroken("the storage pods did not come back")
 			t.Fatalf("%s after its pod was deleted: %v\n%s", d, err, out)
 		}

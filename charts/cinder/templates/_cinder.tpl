@@ -10,9 +10,15 @@
 {{- $b -}}
 {{- end -}}
 
+{{/* "true" when Cinder's services share one process, cinder-server (one replica). */}}
+{{- define "cinder.combined" -}}
+{{- eq (int .Values.replicas) 1 -}}
+{{- end -}}
+
 {{/*
-Secret-backed variables of a component ("api", "scheduler", "job", "volume", "backup"):
-every pod resolves cinder.conf's; volume and backup also get their Ceph keys.
+Secret-backed variables of a component ("server", "api", "scheduler", "job", "volume",
+"backup"): every pod resolves cinder.conf's; volume, backup and the combined server (which
+runs both) also get their Ceph keys.
 */}}
 {{- define "cinder.secretEnv" -}}
 {{- $b := include "cinder.backend" .ctx -}}
@@ -22,10 +28,10 @@ every pod resolves cinder.conf's; volume and backup also get their Ceph keys.
       (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password") -}}
 {{- if eq $b "ceph" -}}
 {{- $env = append $env (dict "name" "LIBVIRT_SECRET_UUID" "secret" "ceph-client-cinder" "key" "libvirt-uuid") -}}
-{{- if has .component (list "volume" "backup") -}}
+{{- if has .component (list "volume" "backup" "server") -}}
 {{- $env = append $env (dict "name" "CEPH_CINDER_KEY" "secret" "ceph-client-cinder" "key" "key") -}}
 {{- end -}}
-{{- if eq .component "backup" -}}
+{{- if has .component (list "backup" "server") -}}
 {{- $env = append $env (dict "name" "CEPH_CINDER_BACKUP_KEY" "secret" "ceph-client-cinder-backup" "key" "key") -}}
 {{- end -}}
 {{- end -}}
@@ -75,10 +81,10 @@ librbd; privsep only reads the host's ids as uid 0), so it keeps none. */ -}}
 {{- if eq .component "api" -}}
 {{- $_ := set $m "uwsgi.ini" "/etc/cinder/uwsgi-osd.ini" -}}
 {{- end -}}
-{{- if and (eq $b "ceph") (has .component (list "volume" "backup")) -}}
+{{- if and (eq $b "ceph") (has .component (list "volume" "backup" "server")) -}}
 {{- $_ := set $m "ceph.conf" "/etc/ceph/ceph.conf" -}}
 {{- $_ := set $m "ceph.client.cinder.keyring" "/etc/ceph/ceph.client.cinder.keyring" -}}
-{{- if eq .component "backup" -}}
+{{- if has .component (list "backup" "server") -}}
 {{- $_ := set $m "ceph.client.cinder-backup.keyring" "/etc/ceph/ceph.client.cinder-backup.keyring" -}}
 {{- end -}}
 {{- end -}}
