@@ -33,7 +33,7 @@ func (n *node) waitField(t testing.TB, timeout time.Duration, kind []string, id,
 			}
 			for _, b := range bad {
 				if last == b {
-					t.Fatalf("%s %s %s = %s, want %v", strings.Join(kind, " "), id, field, last, want)
+					t.Fatalf("%s %s %s = %s, want %v%s", strings.Join(kind, " "), id, field, last, want, n.cinderDiagnosis(kind))
 				}
 			}
 		}
@@ -41,6 +41,17 @@ func (n *node) waitField(t testing.TB, timeout time.Duration, kind []string, id,
 	}
 	t.Fatalf("%s %s %s = %q after %s, want %v", strings.Join(kind, " "), id, field, last, timeout, want)
 	return 0
+}
+
+// cinderDiagnosis is what Cinder says of a failed volume operation (its user messages and
+// the log of its pods), for a failure message; "" for other kinds.
+func (n *node) cinderDiagnosis(kind []string) string {
+	if len(kind) == 0 || kind[0] != "volume" {
+		return ""
+	}
+	messages, _ := n.openstack("volume", "message", "list", "-f", "value", "-c", "Event ID", "-c", "User Message")
+	logs, _ := n.kubectl("-n", "openstack", "logs", "-l", "app.kubernetes.io/instance=cinder", "--all-containers", "--tail", "80", "--prefix")
+	return fmt.Sprintf("\ncinder's messages:\n%s\ncinder's pods (last lines):\n%s", messages, logs)
 }
 
 // createVolume makes a volume (extra args: --image, --snapshot, ...) and waits until it is
