@@ -49,9 +49,20 @@ func (n *node) cinderDiagnosis(kind []string) string {
 	if len(kind) == 0 || kind[0] != "volume" {
 		return ""
 	}
-	messages, _ := n.openstack("volume", "message", "list", "-f", "value", "-c", "Event ID", "-c", "User Message")
-	logs, _ := n.kubectl("-n", "openstack", "logs", "-l", "app.kubernetes.io/instance=cinder", "--all-containers", "--tail", "80", "--prefix")
-	return fmt.Sprintf("\ncinder's messages:\n%s\ncinder's pods (last lines):\n%s", messages, logs)
+	messages, _ := n.openstack("--os-volume-api-version", "3.3", "volume", "message", "list", "-f", "value", "-c", "Event ID", "-c", "User Message")
+	logs, _ := n.kubectl("-n", "openstack", "logs", "-l", "app.kubernetes.io/instance=cinder", "--all-containers", "--tail", "3000", "--prefix")
+	// The probes' requests and Python's deprecation warnings hide the rest.
+	var kept []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "GET /healthcheck") || strings.Contains(l, "py.warnings") || strings.Contains(l, "warnings.warn") || strings.TrimSpace(strings.TrimSuffix(l[strings.Index(l, "]")+1:], "\x1b[00m")) == "" {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if len(kept) > 150 {
+		kept = kept[len(kept)-150:]
+	}
+	return fmt.Sprintf("\ncinder's messages:\n%s\ncinder's pods (last lines but probes and warnings):\n%s", messages, strings.Join(kept, "\n"))
 }
 
 // createVolume makes a volume (extra args: --image, --snapshot, ...) and waits until it is
