@@ -134,6 +134,23 @@ sys.exit("not found on PATH %s: %s" % (os.environ.get("PATH"), missing) if missi
 		t.Errorf("GET / = %+v (%v), want the version document with v3.0", r, err)
 	}
 	checkUnauthorized(t, base+"/v3/osd-test/volumes", "http://127.0.0.1:30500/v3")
+	// The scheduler's heartbeat reaches its own row of the services table (Cinder keeps
+	// the row's id per process; with several services in one, cinder-server gives each its
+	// own). The volume and backup services here wait on the closed monitor port; the
+	// scheduler waits up to scheduler_driver_init_wait_time (60 s) for a volume service's
+	// first report before its heartbeat starts.
+	q := fmt.Sprintf("import sqlite3,sys; r=sqlite3.connect(%q).execute(\"select report_count from services where `binary`='cinder-scheduler' and deleted=0\").fetchall(); sys.exit(0 if len(r) == 1 and r[0][0] > 0 else 'cinder-scheduler rows (report_count): %%s' %% r)", data+"/cinder.db")
+	var beat []byte
+	var beatErr error
+	for deadline := time.Now().Add(110 * time.Second); ; time.Sleep(2 * time.Second) {
+		beat, beatErr = command([]string{"python3", "-c", q}, 20*time.Second).CombinedOutput()
+		if beatErr == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if beatErr != nil {
+		t.Errorf("the scheduler's heartbeat: %v\n%s", beatErr, tail(string(beat), 5))
+	}
 	// Every service of the command line was created in the one process (the volume
 	// service's connection to the closed monitor port holds the process for up to
 	// rados_connect_timeout meanwhile).

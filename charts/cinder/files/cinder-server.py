@@ -77,6 +77,76 @@ def connect_off_the_hub():
     rbd_driver.rados = shim
 
 
+def one_row_per_service(volume_services):
+    """Gives each service of the process its own heartbeat.
+
+    cinder.service.Service keeps the id of its row in the services table in a class
+    attribute, Service.service_id: one per process, as Cinder runs one service per
+    process. Its heartbeat (report_state) updates the row that attribute names, so with
+    several services in one process every heartbeat would go to the row of whichever was
+    made last, and the others would look down to the scheduler ("volume service is
+    down"). Here each heartbeat updates the service's own row (origin_service_id, which
+    each Service also keeps), as report_state does otherwise; and the class attribute,
+    which Cinder also reads to record which service works on a volume or snapshot (for
+    the cleanup after a crash), names the volume service, the one doing that work.
+    """
+    from oslo_db import exception as db_exc
+
+    from cinder import context
+    from cinder import exception
+
+    Service = service.Service
+    log = logging.getLogger("cinder-server")
+
+    def point_at_volume():
+        if volume_services:
+            Service.service_id = volume_services[0].origin_service_id
+
+    def report_state(self):
+        if not self.manager.is_working():
+            log.error('Manager for service %(binary)s %(host)s is reporting problems, not '
+                      'sending heartbeat. Service will appear "down".',
+                      {"binary": self.binary, "host": self.host})
+            return
+        ctxt = context.get_admin_context()
+        try:
+            try:
+                ref = objects.Service.get_by_id(ctxt, self.origin_service_id)
+            except exception.NotFound:
+                log.debug("The service database object disappeared, recreating it.")
+                self._create_service_ref(ctxt)
+                point_at_volume()
+                ref = objects.Service.get_by_id(ctxt, self.origin_service_id)
+            ref.report_count += 1
+            if self.availability_zone != ref.availability_zone:
+                ref.availability_zone = self.availability_zone
+            ref.save()
+            if getattr(self, "model_disconnected", False):
+                self.model_disconnected = False
+                log.error("Recovered model server connection!")
+        except Exception as e:
+            # The database gone, other database errors (as in HA) or any: the timer lives on.
+            if isinstance(e, db_exc.DBConnectionError):
+                if not getattr(self, "model_disconnected", False):
+                    self.model_disconnected = True
+                    log.exception("model server went away")
+                return
+            if not getattr(self, "model_disconnected", False):
+                self.model_disconnected = True
+                log.exception("%s encountered: ", "DBError" if isinstance(e, db_exc.DBError) else "Exception")
+
+    start = Service.start
+
+    def start_then_point_at_volume(self):
+        # start sets the class attribute to this service's row for its own init_host.
+        start(self)
+        point_at_volume()
+
+    Service.report_state = report_state
+    Service.start = start_then_point_at_volume
+    return point_at_volume
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: cinder-server SERVICES --config-file FILE")
@@ -108,18 +178,28 @@ def main():
         launcher.launch_service(service.WSGIService("osapi_volume"))
     if "scheduler" in names:
         launcher.launch_service(service.Service.create(binary="cinder-scheduler"))
+    # Each service object is made here, then started by the launcher in a green thread.
+    volume_services = []
+    point_at_volume = one_row_per_service(volume_services)
+
+    class Recorder(object):
+        def launch_service(self, server, workers=1):
+            volume_services.append(server)
+            launcher.launch_service(server, workers=workers)
+
     if "volume" in names:
         connect_off_the_hub()
         if not CONF.enabled_backends:
             sys.exit("cinder-server: the volume service needs [DEFAULT] enabled_backends")
         for backend in filter(None, CONF.enabled_backends):
-            volume._launch_service(launcher, backend)
+            volume._launch_service(Recorder(), backend)
         volume._ensure_service_started()
     if "backup" in names:
         semaphore = utils.semaphore_factory(CONF.backup_max_operations, 1)
         launcher.launch_service(service.Service.create(
             binary="cinder-backup", coordination=True, service_name="backup",
             process_number=1, semaphore=semaphore))
+    point_at_volume()
     log.info("cinder-server running %s in one process", ", ".join(names))
     try:
         launcher.wait()
