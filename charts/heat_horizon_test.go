@@ -14,7 +14,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -326,19 +325,34 @@ func hhConfigRender(t *testing.T, what string, pod corev1.PodSpec, files map[str
 	return out, values
 }
 
-// heatDeployments are the heat chart's workloads: name -> command, port (0: no HTTP API),
-// NodePort and selector component.
-var heatDeployments = []struct {
+// heatDeployment is one of the heat chart's workloads: its command ("" in place of a
+// python3 -c program), HTTP ports (none: the engine alone, with an exec probe) and selector
+// component.
+type heatDeployment struct {
 	name      string
-	program   string
-	port      int32
-	nodePort  int32
+	command   []string
+	ports     []int32
 	component string
-}{
-	{name: "heat-api", program: "heat-api", port: 8004, nodePort: 30004, component: "api"},
-	{name: "heat-api-cfn", program: "heat-api-cfn", port: 8000, nodePort: 30000, component: "api-cfn"},
-	{name: "heat-engine", program: "heat-engine", component: "engine"},
 }
+
+// heatDeployments: with one replica, heat-api, heat-api-cfn and heat-engine run in one
+// process, heat-server (files/heat-server.py), serving both APIs.
+var heatDeployments = []heatDeployment{
+	{name: "heat-server", command: []string{"/usr/bin/python3", "-c", "", "--config-file", "/etc/heat/heat.conf"}, ports: []int32{8004, 8000}, component: "server"},
+}
+
+// heatHADeployments: with more replicas (the HA profile), each service is a Deployment.
+var heatHADeployments = []heatDeployment{
+	{name: "heat-api", command: []string{"heat-api", "--config-file", "/etc/heat/heat.conf"}, ports: []int32{8004}, component: "api"},
+	{name: "heat-api-cfn", command: []string{"heat-api-cfn", "--config-file", "/etc/heat/heat.conf"}, ports: []int32{8000}, component: "api-cfn"},
+	{name: "heat-engine", command: []string{"heat-engine", "--config-file", "/etc/heat/heat.conf"}, component: "engine"},
+}
+
+// heatServices: the API Services, port and NodePort.
+var heatServices = []struct {
+	name           string
+	port, nodePort int32
+}{{"heat-api", 8004, 30004}, {"heat-api-cfn", 8000, 30000}}
 
 var heatSteps = []string{"config-render", "db-create", "db-sync", "keystone-register", "keystone-register-cfn", "stack-domain"}
 
@@ -359,8 +373,8 @@ func effectiveHeatConf(t *testing.T, vals map[string]any) map[string]map[string]
 
 func TestHeatChart(t *testing.T) {
 	objs, _, vals := hhRender(t, "heat", deploy.DeploymentSpec{Images: testImages})
-	if len(objs.deployments) != 3 || len(objs.services) != 2 || len(objs.jobs) != 1 || len(objs.secrets) != 1 || objs.secrets["heat-config"] == nil {
-		t.Fatalf("heat renders %d Deployments, %d Services, %d Jobs, Secrets %v; want 3, 2, 1 and heat-config", len(objs.deployments), len(objs.services), len(objs.jobs), objs.secrets)
+	if len(objs.deployments) != 1 || len(objs.services) != 2 || len(objs.jobs) != 1 || len(objs.secrets) != 1 || objs.secrets["heat-config"] == nil {
+		t.Fatalf("heat renders %d Deployments, %d Services, %d Jobs, Secrets %v; want 1, 2, 1 and heat-config", len(objs.deployments), len(objs.services), len(objs.jobs), objs.secrets)
 	}
 	job := objs.jobs[0]
 	conf := objs.secrets["heat-config"].StringData
@@ -417,47 +431,79 @@ func TestHeatChart(t *testing.T) {
 	})
 
 	t.Run("deployments", func(t *testing.T) {
-		for _, d := range heatDeployments {
-			dep := objs.deployments[d.name]
-			if dep == nil {
-				t.Errorf("no Deployment %s", d.name)
-				continue
+		ha, _, _ := hhRender(t, "heat", deploy.DeploymentSpec{Images: testImages, Profile: deploy.ProfileHA})
+		for _, layout := range []struct {
+			name     string
+			objs     hhObjects
+			replicas int32
+			want     []heatDeployment
+		}{{"one replica", objs, 1, heatDeployments}, {"HA", ha, 3, heatHADeployments}} {
+			if len(layout.objs.deployments) != len(layout.want) {
+				t.Errorf("%s: %d Deployments, want %d", layout.name, len(layout.objs.deployments), len(layout.want))
 			}
-			pod := dep.Spec.Template.Spec
-			hhCheckUser(t, d.name, pod, 904)
-			if *dep.Spec.Replicas != 1 || dep.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != d.component {
-				t.Errorf("%s replicas %d selector %v, want 1 and component %s", d.name, *dep.Spec.Replicas, dep.Spec.Selector.MatchLabels, d.component)
-			}
-			if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render"}) {
-				t.Errorf("%s init containers = %v, want [config-render]", d.name, names)
-			}
-			c := containerByName(pod.Containers, d.name)
-			if c == nil || len(pod.Containers) != 1 {
-				t.Fatalf("%s containers = %v, want only %s", d.name, hhNames(pod.Containers), d.name)
-			}
-			if want := []string{d.program, "--config-file", "/etc/heat/heat.conf"}; !reflect.DeepEqual(c.Command, want) {
-				t.Errorf("%s command = %v, want %v", d.name, c.Command, want)
-			}
-			if m := hhMount(c, "/etc/heat/heat.conf"); m == nil || m.Name != "config" || m.SubPath != "heat.conf" || !m.ReadOnly {
-				t.Errorf("%s mounts %v, want the rendered heat.conf at /etc/heat/heat.conf", d.name, c.VolumeMounts)
-			}
-			if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Memory().IsZero() {
-				t.Errorf("%s resources = %v, want memory requests and limits", d.name, c.Resources)
-			}
-			if dep.Spec.Template.Annotations["checksum/config"] != job.Spec.Template.Annotations["checksum/config"] || dep.Spec.Template.Annotations["checksum/config"] == "" {
-				t.Errorf("%s config checksum %q differs from the Job's", d.name, dep.Spec.Template.Annotations["checksum/config"])
-			}
-			if d.port == 0 {
-				if len(c.Ports) != 0 || c.LivenessProbe != nil || c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil || c.StartupProbe == nil {
-					t.Errorf("%s ports %v probes %+v %+v %+v, want no port, exec startup/readiness, no liveness", d.name, c.Ports, c.StartupProbe, c.ReadinessProbe, c.LivenessProbe)
+			byPort := map[int32]*appsv1.Deployment{}
+			for _, d := range layout.want {
+				dep := layout.objs.deployments[d.name]
+				if dep == nil {
+					t.Errorf("%s: no Deployment %s", layout.name, d.name)
+					continue
 				}
-				continue
+				pod := dep.Spec.Template.Spec
+				hhCheckUser(t, d.name, pod, 904)
+				if *dep.Spec.Replicas != layout.replicas || dep.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != d.component {
+					t.Errorf("%s: %s replicas %d selector %v, want %d and component %s", layout.name, d.name, *dep.Spec.Replicas, dep.Spec.Selector.MatchLabels, layout.replicas, d.component)
+				}
+				if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render"}) {
+					t.Errorf("%s: %s init containers = %v, want [config-render]", layout.name, d.name, names)
+				}
+				c := containerByName(pod.Containers, d.name)
+				if c == nil || len(pod.Containers) != 1 {
+					t.Fatalf("%s: %s containers = %v, want only %s", layout.name, d.name, hhNames(pod.Containers), d.name)
+				}
+				command := append([]string(nil), c.Command...)
+				if len(command) > 2 && command[1] == "-c" {
+					for _, want := range []string{"import heat.cmd.all as heat_all", "heat_all.launch_all()", "launcher.wait()", "os._exit(0)"} {
+						if !strings.Contains(command[2], want) {
+							t.Errorf("%s: %s program lacks %q", layout.name, d.name, want)
+						}
+					}
+					command[2] = ""
+				}
+				if !reflect.DeepEqual(command, d.command) {
+					t.Errorf("%s: %s command = %.300q, want %q", layout.name, d.name, c.Command, d.command)
+				}
+				if m := hhMount(c, "/etc/heat/heat.conf"); m == nil || m.Name != "config" || m.SubPath != "heat.conf" || !m.ReadOnly {
+					t.Errorf("%s: %s mounts %v, want the rendered heat.conf at /etc/heat/heat.conf", layout.name, d.name, c.VolumeMounts)
+				}
+				if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Memory().IsZero() {
+					t.Errorf("%s: %s resources = %v, want memory requests and limits", layout.name, d.name, c.Resources)
+				}
+				if dep.Spec.Template.Annotations["checksum/config"] != job.Spec.Template.Annotations["checksum/config"] || dep.Spec.Template.Annotations["checksum/config"] == "" {
+					t.Errorf("%s: %s config checksum %q differs from the Job's", layout.name, d.name, dep.Spec.Template.Annotations["checksum/config"])
+				}
+				if len(d.ports) == 0 {
+					if len(c.Ports) != 0 || c.LivenessProbe != nil || c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil || c.StartupProbe == nil {
+						t.Errorf("%s: %s ports %v probes %+v %+v %+v, want no port, exec startup/readiness, no liveness", layout.name, d.name, c.Ports, c.StartupProbe, c.ReadinessProbe, c.LivenessProbe)
+					}
+					continue
+				}
+				var ports []int32
+				for _, p := range c.Ports {
+					ports = append(ports, p.ContainerPort)
+					byPort[p.ContainerPort] = dep
+				}
+				if !reflect.DeepEqual(ports, d.ports) {
+					t.Errorf("%s: %s ports = %v, want %v", layout.name, d.name, ports, d.ports)
+				}
+				hhCheckProbes(t, c, "/", int(d.ports[0]))
 			}
-			if len(c.Ports) != 1 || c.Ports[0].ContainerPort != d.port {
-				t.Errorf("%s ports = %v, want %d", d.name, c.Ports, d.port)
+			for _, s := range heatServices {
+				if dep := byPort[s.port]; dep == nil {
+					t.Errorf("%s: no Deployment serves port %d of Service %s", layout.name, s.port, s.name)
+				} else {
+					hhCheckNodePort(t, layout.objs.services[s.name], s.port, s.nodePort, dep.Spec.Selector.MatchLabels)
+				}
 			}
-			hhCheckProbes(t, c, "/", int(d.port))
-			hhCheckNodePort(t, objs.services[d.name], d.port, d.nodePort, dep.Spec.Selector.MatchLabels)
 		}
 	})
 
@@ -1070,12 +1116,13 @@ func writeFiles(t *testing.T, dir, name string, files map[string]string) string 
 //   - Keystone from the keystone chart (db-sync, bootstrap, uwsgi), then heat's init Job
 //     steps keystone-register, keystone-register-cfn and stack-domain, twice (idempotent):
 //     endpoints, stack domain, its admin's domain-scoped token and the roles are checked;
-//   - heat's Job db-sync, heat-api and heat-api-cfn until GET / answers the version
-//     document; heat-api refuses a request without a token (401) and lets an admin token
-//     through its keystone_authtoken (the heat user and password the Job registered);
-//   - heat-engine starting (auth_encryption_key accepted) and its readiness probe against
-//     the namespace's real /proc/net/tcp (fails without a connection to port 5672, passes
-//     with one).
+//   - heat's Job db-sync, then heat-server (heat-api, heat-api-cfn and heat-engine in one
+//     process) until GET / of both APIs answers the version document; heat-api refuses a
+//     request without a token (401) and lets an admin token through its
+//     keystone_authtoken (the heat user and password the Job registered); the engine
+//     started (auth_encryption_key accepted) in the same single process; the HA layout's
+//     heat-engine readiness probe against the namespace's real /proc/net/tcp (fails
+//     without a connection to port 5672, passes with one).
 //
 // The only overrides: SQLite instead of MariaDB (no MariaDB in this image; Keystone then
 // with one uwsgi process and thread) and a short rpc_response_timeout (no RabbitMQ). Needs root, unshare, chroot, curl, tar; 2-4 minutes.
@@ -1178,32 +1225,34 @@ result horizon_rss_kib $(rss %d)
 if as %d $S/heat-db-sync.log %s; then result heat_db_sync 0 $(since $t); else result heat_db_sync $? $(since $t); fi
 t=$(now)
 `, uid, podCommand(t, step(jpod, "db-sync"), secrets))
-	for _, d := range heatDeployments {
-		pod := ht.deployments[d.name].Spec.Template.Spec
-		c := containerByName(pod.Containers, d.name)
-		script.WriteString(podFiles(t, pod, c, hdir, work, done, secrets))
-		fmt.Fprintf(&script, "serve %d $S/%s.log %s\n", *pod.SecurityContext.RunAsUser, d.name, podCommand(t, c, secrets))
+	// heat-server, both APIs and the engine in one process, as its Deployment runs it.
+	server := ht.deployments["heat-server"].Spec.Template.Spec
+	sc := containerByName(server.Containers, "heat-server")
+	script.WriteString(podFiles(t, server, sc, hdir, work, done, secrets))
+	fmt.Fprintf(&script, "serve %d $S/heat-server.log %s\n", *server.SecurityContext.RunAsUser, podCommand(t, sc, secrets))
+	for _, api := range []struct {
+		name string
+		port int32
+	}{{"heat-api", 8004}, {"heat-api-cfn", 8000}} {
+		url := fmt.Sprintf("http://127.0.0.1:%d/", api.port)
+		fmt.Fprintf(&script, "result %s $(wait_http %s 120) $(since $t)\ncurl -m 10 -s %s > $S/%s.json\n", api.name, shq(url), shq(url), api.name)
 	}
-	for _, d := range heatDeployments {
-		c := containerByName(ht.deployments[d.name].Spec.Template.Spec.Containers, d.name)
-		if d.port == 0 {
-			probe := shArgs(c.ReadinessProbe.Exec.Command)
-			fmt.Fprintf(&script, `if as %d $S/probe.log %s; then result engine_probe_unconnected 0; else result engine_probe_unconnected 1; fi
+	// The engine's readiness probe of the HA layout (heat-engine alone) against this
+	// namespace's /proc/net/tcp: failing without a connection to port 5672, passing with one.
+	ha, _, _ := hhRender(t, "heat", hhOverrides("heat", map[string]any{"replicas": 3}))
+	engineProbe := shArgs(containerByName(ha.deployments["heat-engine"].Spec.Template.Spec.Containers, "heat-engine").ReadinessProbe.Exec.Command)
+	fmt.Fprintf(&script, `if as %d $S/probe.log %s; then result engine_probe_unconnected 0; else result engine_probe_unconnected 1; fi
 serve 65534 $S/listener.log python3 -c 'import socket, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 5672)); s.listen(8)
 c = socket.create_connection(("127.0.0.1", 5672)); a = s.accept(); print("connected", flush=True); time.sleep(600)'
 i=0; until grep -q connected $S/listener.log || [ $i -ge 50 ]; do i=$((i+1)); sleep 0.2; done
 if as %d $S/probe.log %s; then result engine_probe_connected 0; else result engine_probe_connected 1; fi
-`, uid, probe, uid, probe)
-			continue
-		}
-		url := fmt.Sprintf("http://127.0.0.1:%d%s", c.ReadinessProbe.HTTPGet.Port.IntValue(), c.ReadinessProbe.HTTPGet.Path)
-		fmt.Fprintf(&script, "result %s $(wait_http %s 120) $(since $t)\ncurl -m 10 -s %s > $S/%s.json\n", d.name, shq(url), shq(url), d.name)
-	}
+`, uid, engineProbe, uid, engineProbe)
 	fmt.Fprintf(&script, `result heat_rss_kib $(rss %[1]d)
-ps -u %[1]d -o pid=,rss=,args=
-result heat_engine_processes $(ps -u %[1]d -o args= | grep -c '^/usr/bin/python3 /usr/bin/heat-engine' || true)
-result heat_engine_critical $(grep -c CRITICAL $S/heat-engine.log || true)
+ps -u %[1]d -o pid=,rss=,args= | cut -c1-120
+result heat_server_processes $(ps -u %[1]d -o args= | grep -c '^/usr/bin/python3 -c # heat-server:' || true)
+result heat_server_services $(grep -c 'heat-server running api, api_cfn, engine in one process' $S/heat-server.log || true)
+result heat_engine_critical $(grep -c CRITICAL $S/heat-server.log || true)
 `, uid)
 
 	// Keystone answering, heat's registration steps twice each, then what they made.
@@ -1279,7 +1328,7 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	}
 	t.Logf("run.sh (%s):\n%s", time.Since(start).Round(time.Second), out)
 	logs := func() {
-		for _, l := range []string{"keystone.log", "horizon.log", "heat-db-sync.log", "heat-api.log", "heat-api-cfn.log", "heat-engine.log", "memcached.log"} {
+		for _, l := range []string{"keystone.log", "horizon.log", "heat-db-sync.log", "heat-server.log", "memcached.log"} {
 			if b, err := os.ReadFile(filepath.Join(scratch, l)); err == nil {
 				t.Logf("%s:\n%s", l, tail(string(b), 15))
 			}
@@ -1324,10 +1373,10 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	check("engine_probe_unconnected", 0, "1")
 	check("engine_probe_connected", 0, "0")
 	check("heat_engine_critical", 0, "0")
-	if n, _ := strconv.Atoi(field("heat_engine_processes", 0)); n < 1 {
-		t.Errorf("heat-engine processes = %q, want it running (without RabbitMQ it retries, it does not exit)", field("heat_engine_processes", 0))
-		failed = true
-	}
+	// One process: the engine did not fork workers, the APIs none (without RabbitMQ the
+	// engine retries, it does not exit).
+	check("heat_server_processes", 0, "1")
+	check("heat_server_services", 0, "1")
 	for _, api := range []string{"heat-api", "heat-api-cfn"} {
 		b, _ := os.ReadFile(filepath.Join(scratch, api+".json"))
 		if !strings.Contains(string(b), `"versions"`) || !strings.Contains(string(b), `"CURRENT"`) {
@@ -1391,7 +1440,7 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	if failed {
 		logs()
 	}
-	t.Logf("keystone setup %s s; horizon: login page after %s s, RSS %s KiB (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-api + heat-api-cfn + heat-engine %s KiB; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
+	t.Logf("keystone setup %s s; horizon: login page after %s s, RSS %s KiB (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-server %s KiB; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
 		field("keystone_setup", 0), field("horizon_login", 1), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_rss_kib", 0),
 		field("step_keystone-register_1", 1), field("step_keystone-register-cfn_1", 1), field("step_stack-domain_1", 1),
 		field("step_keystone-register_2", 1), field("step_keystone-register-cfn_2", 1), field("step_stack-domain_2", 1))

@@ -55,6 +55,11 @@ One heat Deployment running a heat program with the rendered heat.conf:
 A port gives HTTP probes on GET / (the version document, no token); without one the
 probes check that the process holds a connection to RabbitMQ's port 5672 (heat-engine).
 */}}
+{{/* "true" when heat's APIs and engine share one process, heat-server (one replica). */}}
+{{- define "heat.combined" -}}
+{{- eq (int .Values.replicas) 1 -}}
+{{- end -}}
+
 {{- define "heat.deployment" -}}
 {{- $ctx := .ctx -}}
 {{- $args := merge (dict "ctx" $ctx) (include "heat.stepArgs" $ctx | fromJson) -}}
@@ -89,6 +94,9 @@ spec:
           {{- if .port }}
           ports:
             - {name: api, containerPort: {{ .port }}}
+            {{- with .cfnPort }}
+            - {name: api-cfn, containerPort: {{ . }}}
+            {{- end }}
           {{- include "osd-lib.probes" (dict "http" (dict "path" "/" "port" .port)) | nindent 10 }}
           {{- else }}
           # Ready once an engine process holds a connection to RabbitMQ (port 5672 =
