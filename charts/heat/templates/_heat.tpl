@@ -49,17 +49,18 @@ the stack owner and stack user roles, and the owner role for admin on project ad
 {{- include "osd-lib.keystoneStep" (merge (dict "name" "stack-domain" "mode" "stack-domain" "env" $env) .) -}}
 {{- end -}}
 
-{{/*
-One heat Deployment running a heat program with the rendered heat.conf:
-(dict "ctx" $ "name" "heat-api" "component" "api" "command" (list ...) "port" 8004).
-A port gives HTTP probes on GET / (the version document, no token); without one the
-probes check that the process holds a connection to RabbitMQ's port 5672 (heat-engine).
-*/}}
 {{/* "true" when heat's APIs and engine share one process, heat-server (one replica). */}}
 {{- define "heat.combined" -}}
 {{- eq (int .Values.replicas) 1 -}}
 {{- end -}}
 
+{{/*
+One heat Deployment running a heat program with the rendered heat.conf:
+(dict "ctx" $ "name" "heat-api" "component" "api" "command" (list ...) "port" 8004), plus
+"cfnPort" 8000 for heat-server, which serves both APIs.
+A port gives HTTP probes on GET / (the version document, no token); without one the
+probes check that the process holds a connection to RabbitMQ's port 5672 (heat-engine).
+*/}}
 {{- define "heat.deployment" -}}
 {{- $ctx := .ctx -}}
 {{- $args := merge (dict "ctx" $ctx) (include "heat.stepArgs" $ctx | fromJson) -}}
