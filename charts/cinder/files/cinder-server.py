@@ -173,14 +173,16 @@ def main():
     coordination.COORDINATOR.start()
     rpc.init(CONF)
 
+    # Before any service is made: each service object is made here, then started by the
+    # launcher in a green thread, which may run while the next one is being made.
+    volume_services = []
+    point_at_volume = one_row_per_service(volume_services)
+
     launcher = oslo_service.ServiceLauncher(CONF, restart_method="mutate")
     if "api" in names:
         launcher.launch_service(service.WSGIService("osapi_volume"))
     if "scheduler" in names:
         launcher.launch_service(service.Service.create(binary="cinder-scheduler"))
-    # Each service object is made here, then started by the launcher in a green thread.
-    volume_services = []
-    point_at_volume = one_row_per_service(volume_services)
 
     class Recorder(object):
         def launch_service(self, server, workers=1):
