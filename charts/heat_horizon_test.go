@@ -1230,10 +1230,7 @@ t=$(now)
 	sc := containerByName(server.Containers, "heat-server")
 	script.WriteString(podFiles(t, server, sc, hdir, work, done, secrets))
 	fmt.Fprintf(&script, "serve %d $S/heat-server.log %s\n", *server.SecurityContext.RunAsUser, podCommand(t, sc, secrets))
-	for _, api := range []struct {
-		name string
-		port int32
-	}{{"heat-api", 8004}, {"heat-api-cfn", 8000}} {
+	for _, api := range heatServices {
 		url := fmt.Sprintf("http://127.0.0.1:%d/", api.port)
 		fmt.Fprintf(&script, "result %s $(wait_http %s 120) $(since $t)\ncurl -m 10 -s %s > $S/%s.json\n", api.name, shq(url), shq(url), api.name)
 	}

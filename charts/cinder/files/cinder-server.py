@@ -16,7 +16,7 @@ import sys
 # cinder.cmd.volume patches eventlet in first, as the packaged binaries do, and registers
 # the per-backend options; cinder.cmd.backup registers backup_max_operations.
 import cinder.cmd.volume as volume
-import cinder.cmd.backup as backup
+import cinder.cmd.backup  # noqa: F401
 
 import logging as python_logging
 import os
@@ -166,7 +166,6 @@ def main():
     os_brick.setup(CONF)
     log = logging.getLogger("cinder-server")
     volume.LOG = log
-    backup.LOG = log
 
     # As cinder-api sets up before loading its app (whose controllers make RPC clients);
     # the other services do the same on creation.
