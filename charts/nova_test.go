@@ -152,7 +152,7 @@ func TestNovaRender(t *testing.T) {
 		got = append(got, "Secret/"+name)
 	}
 	slices.Sort(got)
-	want := []string{"Deployment/nova-api", "Deployment/nova-conductor", "Deployment/nova-novncproxy", "Deployment/nova-scheduler",
+	want := []string{"Deployment/nova-novncproxy", "Deployment/nova-server",
 		"Secret/nova-compute-config", "Secret/nova-config", "Service/nova-api", "Service/nova-metadata", "Service/nova-novncproxy"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("nova objects = %v, want %v plus DaemonSet/nova-compute and the Jobs", got, want)
@@ -192,12 +192,17 @@ func TestNovaRender(t *testing.T) {
 		if strings.HasPrefix(name, "Job/") {
 			continue
 		}
-		// The long-running container: small requests and a memory limit.
+		// The long-running container: small requests and a memory limit (nova-server: the
+		// CPU share of the three services it runs, 110m).
 		c := pod.Containers[0]
 		cpu, mem := c.Resources.Requests.Cpu(), c.Resources.Requests.Memory()
-		if cpu.Cmp(resource.MustParse("20m")) < 0 || cpu.Cmp(resource.MustParse("50m")) > 0 ||
+		maxCPU := "50m"
+		if name == "Deployment/nova-server" {
+			maxCPU = "110m"
+		}
+		if cpu.Cmp(resource.MustParse("20m")) < 0 || cpu.Cmp(resource.MustParse(maxCPU)) > 0 ||
 			mem.Cmp(resource.MustParse("100Mi")) < 0 || mem.Cmp(resource.MustParse("200Mi")) > 0 {
-			t.Errorf("%s requests cpu %s memory %s, want 20-50m and 100-200Mi", name, cpu, mem)
+			t.Errorf("%s requests cpu %s memory %s, want 20-%s and 100-200Mi", name, cpu, mem, maxCPU)
 		}
 		if lim := c.Resources.Limits.Memory(); lim.IsZero() || lim.Cmp(*mem) <= 0 {
 			t.Errorf("%s memory limit = %s, want one above the request %s", name, lim, mem)
@@ -230,11 +235,9 @@ func TestNovaDeployments(t *testing.T) {
 		probe   string   // "" none, "GET /:8774", "tcp:6080"
 		program []string // python3 -c: what the program (command[2], left "" in command) says
 	}{
-		// Debian's nova-api main() with a launcher that forks nothing (see deployments.yaml).
-		{name: "nova-api", command: []string{"/usr/bin/python3", "-c", "", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{8774, 8775}, probe: "GET /:8774",
-			program: []string{"import nova.cmd.api as api\n", "api.service.process_launcher = lambda: service.ServiceLauncher(api.CONF", "sys.exit(api.main())"}},
-		{name: "nova-conductor", command: []string{"nova-conductor", "--config-file", "/etc/nova/nova.conf"}},
-		{name: "nova-scheduler", command: []string{"nova-scheduler", "--config-file", "/etc/nova/nova.conf"}},
+		// api (osapi_compute and metadata), conductor and scheduler in one process (files/nova-server.py).
+		{name: "nova-server", command: []string{"/usr/bin/python3", "-c", "", "api,conductor,scheduler", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{8774, 8775}, probe: "GET /:8774",
+			program: []string{"import nova.cmd.api", "oslo_service.ServiceLauncher(CONF", `binary="nova-conductor"`, `binary="nova-scheduler"`, "service.WSGIService(api"}},
 		{name: "nova-novncproxy", command: []string{"nova-novncproxy", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{6080}, probe: "tcp:6080"},
 	}
 	for _, tt := range tests {
@@ -305,8 +308,8 @@ func TestNovaDeployments(t *testing.T) {
 		port, nodePort  int32
 		typ             corev1.ServiceType
 	}{
-		{name: "nova-api", component: "api", port: 8774, nodePort: 30774, typ: corev1.ServiceTypeNodePort},
-		{name: "nova-metadata", component: "api", port: 8775, typ: corev1.ServiceTypeClusterIP},
+		{name: "nova-api", component: "server", port: 8774, nodePort: 30774, typ: corev1.ServiceTypeNodePort},
+		{name: "nova-metadata", component: "server", port: 8775, typ: corev1.ServiceTypeClusterIP},
 		{name: "nova-novncproxy", component: "novncproxy", port: 6080, nodePort: 30680, typ: corev1.ServiceTypeNodePort},
 	}
 	for _, tt := range services {
@@ -812,9 +815,23 @@ func TestNovaOverrides(t *testing.T) {
 		t.Errorf("same values gave Jobs %s and %s, want one name", base.job.Name, again.job.Name)
 	}
 	ha, _, _ := renderNova(t, deploy.DeploymentSpec{Images: testImages, Profile: deploy.ProfileHA})
+	var haNames []string
 	for name, d := range ha.deployments {
+		haNames = append(haNames, name)
 		if *d.Spec.Replicas != 3 {
 			t.Errorf("HA profile %s replicas = %d, want 3", name, *d.Spec.Replicas)
+		}
+	}
+	// With more than one replica each service is its own Deployment, the APIs still one process.
+	slices.Sort(haNames)
+	if want := []string{"nova-api", "nova-conductor", "nova-novncproxy", "nova-scheduler"}; !reflect.DeepEqual(haNames, want) {
+		t.Errorf("HA profile Deployments = %v, want %v", haNames, want)
+	} else {
+		if got := ha.deployments["nova-api"].Spec.Template.Spec.Containers[0].Command; len(got) < 4 || got[3] != "api" {
+			t.Errorf("HA nova-api command = %.200q, want nova-server with api only", got)
+		}
+		if got, want := ha.services["nova-api"].Spec.Selector, ha.deployments["nova-api"].Spec.Selector.MatchLabels; !reflect.DeepEqual(got, want) {
+			t.Errorf("HA Service nova-api selects %v, want nova-api's %v", got, want)
 		}
 	}
 }
@@ -973,8 +990,9 @@ func TestNovaImages(t *testing.T) {
 // mount and PID namespaces: the config-render script, the init Job's nova-manage steps
 // (map_cell0 and create-cell1 twice: they must be idempotent), the Deployments' wait-db
 // step (waiting before the db syncs, passing after), nova-compute's wait-conductor step
-// (waiting, no Python error), and nova-api with both APIs, whose
-// probe path answers without a token while the API asks for one. Only what a host lacks
+// (waiting, no Python error), and nova-server with both APIs, the conductor and the
+// scheduler in one process, whose probe path answers without a token while the API asks
+// for one. Only what a host lacks
 // is overridden through the values: SQLite instead of MariaDB and free loopback ports.
 // MariaDB, RabbitMQ and Keystone are not contacted (db-create and keystone-register are
 // osd-lib's steps, run by the other charts' tests).
@@ -1063,7 +1081,7 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 		return out
 	}
 
-	conductor := n.deployments["nova-conductor"].Spec.Template.Spec
+	conductor := n.deployments["nova-server"].Spec.Template.Spec
 	if out, err := step(conductor, "wait-db", 20*time.Second); err == nil || !strings.Contains(out, "waiting for the nova-init Job") {
 		t.Errorf("wait-db before the db syncs = %v\n%s\nwant it waiting", err, tail(out, 5))
 	}
@@ -1099,16 +1117,22 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 		t.Errorf("cells after two runs =\n%s\nwant one cell0 and one cell1 with the rendered transport_url", cells)
 	}
 
-	// nova-api, as the Deployment runs it.
-	apiPod := n.deployments["nova-api"].Spec.Template.Spec
-	c := containerByName(apiPod.Containers, "nova-api")
-	logFile := filepath.Join(t.TempDir(), "nova-api.log")
+	// nova-server, as the Deployment runs it, with one more config file: oslo.messaging's
+	// in-process transport instead of RabbitMQ, so that the conductor's and scheduler's RPC
+	// servers start (with none they would keep reconnecting, and a stop waits for them).
+	if err := os.WriteFile(filepath.Join(root, "etc/nova/osd-test-rpc.conf"), []byte("[DEFAULT]\ntransport_url = fake:/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serverPod := n.deployments["nova-server"].Spec.Template.Spec
+	c := containerByName(serverPod.Containers, "nova-server").DeepCopy()
+	c.Command = append(c.Command, "--config-file", "/etc/nova/osd-test-rpc.conf")
+	logFile := filepath.Join(t.TempDir(), "nova-server.log")
 	cmd := command(c, 0)
 	start(t, cmd.Args, cmd.Env, logFile)
 	probe := *c.ReadinessProbe
 	probe.HTTPGet = probe.HTTPGet.DeepCopy()
 	if probe.HTTPGet.Port.IntValue() != 8774 {
-		t.Errorf("nova-api probe port = %s, want 8774 (osapi_compute)", probe.HTTPGet.Port.String())
+		t.Errorf("nova-server probe port = %s, want 8774 (osapi_compute)", probe.HTTPGet.Port.String())
 	}
 	resp := waitProbe(t, fmt.Sprintf("http://127.0.0.1:%d", api), probe, logFile)
 	if !strings.Contains(resp.body, `"v2.1"`) {
@@ -1118,9 +1142,26 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	if r, err := get(fmt.Sprintf("http://127.0.0.1:%d/", metadata)); err != nil || r.status != 200 || !strings.Contains(r.body, "latest") {
 		t.Errorf("metadata GET / = %+v (%v), want 200 with the metadata versions", r, err)
 	}
-	// Processes of this test only (a deployed nova-api on this host is in another root):
-	// both APIs answer from one process, none forked.
-	out, _ := exec.Command("pgrep", "-f", "^/usr/bin/python3 -c import sys[[:space:]]+import nova.cmd.api").Output()
+	// The conductor registers in the database as nova-conductor does. The scheduler needs
+	// Keystone's catalog (no Keystone here): it waits, saying why, while the rest serves.
+	q := fmt.Sprintf("import sqlite3,sys; r=sqlite3.connect(%q).execute(\"select count(*) from services where `binary`='nova-conductor' and deleted=0\").fetchone()[0]; sys.exit(0 if r == 1 else 'nova-conductor rows: %%d' %% r)", data+"/nova.db")
+	var registered error
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
+		var out []byte
+		out, registered = command(&corev1.Container{Command: []string{"python3", "-c", q}}, 20*time.Second).CombinedOutput()
+		if registered == nil || time.Now().After(deadline) {
+			if registered != nil {
+				t.Errorf("nova-conductor in the services table: %v\n%s", registered, tail(string(out), 5))
+			}
+			break
+		}
+	}
+	if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), "nova-scheduler cannot start yet (Keystone or Placement") {
+		t.Errorf("nova-server's log does not say why the scheduler waits:\n%s", tail(string(b), 10))
+	}
+	// Processes of this test only (a deployed nova-server on this host is in another root):
+	// every service answers from one process, none forked.
+	out, _ := exec.Command("pgrep", "-f", "^/usr/bin/python3 -c # nova-server:").Output()
 	var procs int
 	for _, pid := range strings.Fields(string(out)) {
 		if r, err := os.Readlink("/proc/" + pid + "/root"); err == nil && r == root {
@@ -1128,7 +1169,7 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 		}
 	}
 	if procs != 1 {
-		t.Errorf("nova-api processes = %d, want 1 (osapi_compute and metadata in one process)", procs)
+		t.Errorf("nova-server processes = %d, want 1 (api, conductor and scheduler in one process)", procs)
 	}
 
 	// nova-novncproxy serves the noVNC client named by novncproxy_base_url.

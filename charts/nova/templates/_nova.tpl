@@ -1,3 +1,13 @@
+{{/* "true" when nova's api, conductor and scheduler share one process, nova-server (one replica). */}}
+{{- define "nova.combined" -}}
+{{- eq (int .Values.replicas) 1 -}}
+{{- end -}}
+
+{{/* The component serving the APIs: server (combined) or api. */}}
+{{- define "nova.apiComponent" -}}
+{{- ternary "server" "api" (eq (include "nova.combined" .) "true") -}}
+{{- end -}}
+
 {{/* Secrets of the control plane (Deployments and the init Job). */}}
 {{- define "nova.stepArgs" -}}
 {{- $secretEnv := list
