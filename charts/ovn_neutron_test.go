@@ -188,6 +188,10 @@ func TestNeutronChart(t *testing.T) {
 			t.Errorf("wait-db's Python does not compile: %v\n%s", err, out)
 		}
 	}
+	// neutron-server.py: Debian's neutron-server main without the RPC worker and without
+	// a process of its own for the in-thread workers (ML2/OVN only).
+	checkPythonCommand(t, c.Command, "from neutron.cmd.eventlet.server import main", "service._get_rpc_workers = rpc_workers",
+		"--config-file /etc/neutron/neutron.conf --config-file /etc/neutron/plugins/ml2/ml2_conf.ini")
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.SubPath] = m.MountPath
@@ -214,6 +218,12 @@ func TestNeutronChart(t *testing.T) {
 	pod := agent.Spec.Template.Spec
 	if !pod.HostNetwork || pod.NodeSelector["node-restriction.kubernetes.io/openvswitch"] != "enabled" {
 		t.Errorf("metadata agent hostNetwork=%v nodeSelector=%v", pod.HostNetwork, pod.NodeSelector)
+	}
+	// metadata-agent.py: the proxy in the agent's process, its handler connected.
+	checkPythonCommand(t, pod.Containers[0].Command, "from neutron.cmd.eventlet.agents import ovn_metadata", "registry.publish(resources.PROCESS, events.AFTER_INIT",
+		"--config-file /etc/neutron/neutron.conf --config-file /etc/neutron/neutron_ovn_metadata_agent.ini")
+	if md := typed["Secret/neutron-config"].(*corev1.Secret).StringData["metadata_agent.ini"]; !strings.Contains(md, "metadata_workers = 0\n") || !strings.Contains(md, "use_helper_for_ns_read = false\n") {
+		t.Errorf("metadata_agent.ini = %q, want metadata_workers = 0 (the proxy in the agent's process) and use_helper_for_ns_read = false", md)
 	}
 	var netns *corev1.VolumeMount
 	for i, m := range pod.Containers[0].VolumeMounts {
@@ -254,5 +264,21 @@ func TestNeutronChart(t *testing.T) {
 				t.Errorf("%s lacks %q:\n%s", file, w, conf[file])
 			}
 		}
+	}
+}
+
+// checkPythonCommand: command is python3 -c PROGRAM ARGS, PROGRAM holds snippet and is
+// valid Python, ARGS (space-joined) are args.
+func checkPythonCommand(t *testing.T, command []string, snippet, snippet2, args string) {
+	t.Helper()
+	if len(command) < 3 || command[0] != "/usr/bin/python3" || command[1] != "-c" ||
+		!strings.Contains(command[2], snippet) || !strings.Contains(command[2], snippet2) || strings.Join(command[3:], " ") != args {
+		t.Errorf("command = %.300q, want /usr/bin/python3 -c a program with %q and %q, then %s", command, snippet, snippet2, args)
+		return
+	}
+	cmd := exec.Command("python3", "-c", "import sys; compile(sys.stdin.read(), 'program', 'exec')")
+	cmd.Stdin = strings.NewReader(command[2])
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the program of %s does not compile: %v\n%s", args, err, out)
 	}
 }
