@@ -2,6 +2,7 @@ package images
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -10,21 +11,24 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 )
 
-// importer imports the images the build step queues, in the order they are built, as
-// soon as containerd runs; it ends when the queue is closed and drained or its run ends.
+// importer imports the images the build step queues as soon as containerd runs, the one
+// the deployment needs first among those waiting (nextImport); it ends when the queue is
+// closed and drained or its run ends.
 type importer struct {
-	s     *Service
-	queue chan string
-	done  chan struct{}
-	mu    sync.Mutex
-	n     int
-	err   error
+	s       *Service
+	wake    chan struct{} // one pending signal: an image queued or the queue closed
+	done    chan struct{}
+	mu      sync.Mutex
+	pending []string
+	closed  bool
+	n       int
+	err     error
 }
 
 // newImporter starts the importer of a build step (replacing the previous one) and
 // forgets the previous run's profile.
 func (s *Service) newImporter(ctx context.Context) *importer {
-	imp := &importer{s: s, queue: make(chan string, 64), done: make(chan struct{})}
+	imp := &importer{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.mu.Lock()
 	s.imp, s.runs = imp, map[string]*imageProfile{}
 	s.mu.Unlock()
@@ -32,19 +36,66 @@ func (s *Service) newImporter(ctx context.Context) *importer {
 	return imp
 }
 
-func (imp *importer) add(name string) { imp.queue <- name }
-func (imp *importer) close()          { close(imp.queue) }
+func (imp *importer) add(name string) {
+	imp.mu.Lock()
+	if imp.err == nil { // after a failure the images step imports what is left
+		imp.pending = append(imp.pending, name)
+	}
+	imp.mu.Unlock()
+	imp.signal()
+}
+
+func (imp *importer) close() {
+	imp.mu.Lock()
+	imp.closed = true
+	imp.mu.Unlock()
+	imp.signal()
+}
+
+func (imp *importer) signal() {
+	select {
+	case imp.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for a queued image and for containerd, then takes the waiting image the
+// deployment needs first; false once the queue is closed and empty or ctx ended.
+func (imp *importer) next(ctx context.Context) (string, bool) {
+	for {
+		imp.mu.Lock()
+		n, closed := len(imp.pending), imp.closed
+		imp.mu.Unlock()
+		if n == 0 && closed {
+			return "", false
+		}
+		if n > 0 && imp.s.st.Node.ContainerdRunning() {
+			imp.mu.Lock()
+			var name string
+			name, imp.pending = nextImport(imp.pending)
+			imp.mu.Unlock()
+			return name, true
+		}
+		wait := time.After(500 * time.Millisecond) // containerd's start is polled
+		if n == 0 {
+			wait = nil
+		}
+		select {
+		case <-ctx.Done():
+			imp.fail(ctx.Err())
+			return "", false
+		case <-imp.wake:
+		case <-wait:
+		}
+	}
+}
 
 func (imp *importer) run(ctx context.Context) {
 	defer close(imp.done)
-	for name := range imp.queue {
-		for !imp.s.st.Node.ContainerdRunning() {
-			select {
-			case <-ctx.Done():
-				imp.fail(ctx.Err())
-				return
-			case <-time.After(500 * time.Millisecond):
-			}
+	for {
+		name, ok := imp.next(ctx)
+		if !ok {
+			return
 		}
 		got, err := imp.s.ImportStored(ctx, name)
 		imp.mu.Lock()
@@ -52,11 +103,36 @@ func (imp *importer) run(ctx context.Context) {
 		imp.mu.Unlock()
 		if err != nil {
 			imp.fail(err)
-			for range imp.queue { // drain: the images step imports what is left
-			}
 			return
 		}
 	}
+}
+
+// importOrder is the order in which the releases need the images: the small ones of the
+// first releases (CoreDNS, MariaDB, Memcached, RabbitMQ, OVN's databases), then openstack
+// (every OpenStack release; its import is the longest), ceph (Glance and Cinder wait for
+// the Ceph release), and compute (nova-compute, in the last release of the critical path).
+// Imported one at a time, a large image queued first held back the small ones behind it:
+// MariaDB's release, at the head of every OpenStack service's dependencies, waited for it.
+var importOrder = []string{"coredns", "mariadb", "memcached", "rabbitmq", "ovn", "openstack", "ceph", "compute"}
+
+// nextImport takes the image of pending to import first (pure): the earliest in
+// importOrder, then (images it does not name) the first queued.
+func nextImport(pending []string) (string, []string) {
+	rank := func(name string) int {
+		if i := slices.Index(importOrder, name); i >= 0 {
+			return i
+		}
+		return len(importOrder)
+	}
+	best := 0
+	for i, n := range pending {
+		if rank(n) < rank(pending[best]) {
+			best = i
+		}
+	}
+	name := pending[best]
+	return name, slices.Delete(slices.Clone(pending), best, best+1)
 }
 
 func (imp *importer) fail(err error) {
