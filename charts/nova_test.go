@@ -11,8 +11,11 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,7 +155,7 @@ func TestNovaRender(t *testing.T) {
 		got = append(got, "Secret/"+name)
 	}
 	slices.Sort(got)
-	want := []string{"Deployment/nova-novncproxy", "Deployment/nova-server",
+	want := []string{"Deployment/nova-server",
 		"Secret/nova-compute-config", "Secret/nova-config", "Service/nova-api", "Service/nova-metadata", "Service/nova-novncproxy"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("nova objects = %v, want %v plus DaemonSet/nova-compute and the Jobs", got, want)
@@ -193,12 +196,12 @@ func TestNovaRender(t *testing.T) {
 			continue
 		}
 		// The long-running container: small requests and a memory limit (nova-server: the
-		// CPU share of the three services it runs, 110m).
+		// CPU share of the four services it runs, 130m).
 		c := pod.Containers[0]
 		cpu, mem := c.Resources.Requests.Cpu(), c.Resources.Requests.Memory()
 		maxCPU := "50m"
 		if name == "Deployment/nova-server" {
-			maxCPU = "110m"
+			maxCPU = "130m"
 		}
 		if cpu.Cmp(resource.MustParse("20m")) < 0 || cpu.Cmp(resource.MustParse(maxCPU)) > 0 ||
 			mem.Cmp(resource.MustParse("100Mi")) < 0 || mem.Cmp(resource.MustParse("200Mi")) > 0 {
@@ -235,10 +238,10 @@ func TestNovaDeployments(t *testing.T) {
 		probe   string   // "" none, "GET /:8774", "tcp:6080"
 		program []string // python3 -c: what the program (command[2], left "" in command) says
 	}{
-		// api (osapi_compute and metadata), conductor and scheduler in one process (files/nova-server.py).
-		{name: "nova-server", command: []string{"/usr/bin/python3", "-c", "", "api,conductor,scheduler", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{8774, 8775}, probe: "GET /:8774",
-			program: []string{"import nova.cmd.api", "oslo_service.ServiceLauncher(CONF", `binary="nova-conductor"`, `binary="nova-scheduler"`, "service.WSGIService(api"}},
-		{name: "nova-novncproxy", command: []string{"nova-novncproxy", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{6080}, probe: "tcp:6080"},
+		// api (osapi_compute and metadata), conductor and scheduler in one process, the noVNC
+		// proxy forked from it (files/nova-server.py).
+		{name: "nova-server", command: []string{"/usr/bin/python3", "-c", "", "api,conductor,scheduler,novncproxy", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{8774, 8775, 6080}, probe: "GET /:8774",
+			program: []string{"import nova.cmd.api", "oslo_service.ServiceLauncher(CONF", `binary="nova-conductor"`, `binary="nova-scheduler"`, "service.WSGIService(api", "novncproxy.main()", "os.fork()"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,7 +313,7 @@ func TestNovaDeployments(t *testing.T) {
 	}{
 		{name: "nova-api", component: "server", port: 8774, nodePort: 30774, typ: corev1.ServiceTypeNodePort},
 		{name: "nova-metadata", component: "server", port: 8775, typ: corev1.ServiceTypeClusterIP},
-		{name: "nova-novncproxy", component: "novncproxy", port: 6080, nodePort: 30680, typ: corev1.ServiceTypeNodePort},
+		{name: "nova-novncproxy", component: "server", port: 6080, nodePort: 30680, typ: corev1.ServiceTypeNodePort},
 	}
 	for _, tt := range services {
 		s := n.services[tt.name]
@@ -830,8 +833,10 @@ func TestNovaOverrides(t *testing.T) {
 		if got := ha.deployments["nova-api"].Spec.Template.Spec.Containers[0].Command; len(got) < 4 || got[3] != "api" {
 			t.Errorf("HA nova-api command = %.200q, want nova-server with api only", got)
 		}
-		if got, want := ha.services["nova-api"].Spec.Selector, ha.deployments["nova-api"].Spec.Selector.MatchLabels; !reflect.DeepEqual(got, want) {
-			t.Errorf("HA Service nova-api selects %v, want nova-api's %v", got, want)
+		for svc, dep := range map[string]string{"nova-api": "nova-api", "nova-novncproxy": "nova-novncproxy"} {
+			if got, want := ha.services[svc].Spec.Selector, ha.deployments[dep].Spec.Selector.MatchLabels; !reflect.DeepEqual(got, want) {
+				t.Errorf("HA Service %s selects %v, want %s's %v", svc, got, dep, want)
+			}
 		}
 	}
 }
@@ -1168,17 +1173,41 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 			procs++
 		}
 	}
-	if procs != 1 {
-		t.Errorf("nova-server processes = %d, want 1 (api, conductor and scheduler in one process)", procs)
+	if procs != 2 {
+		t.Errorf("nova-server processes = %d, want 2 (api, conductor and scheduler in one process, nova-novncproxy forked from it)", procs)
 	}
 
-	// nova-novncproxy serves the noVNC client named by novncproxy_base_url.
-	proxy := containerByName(n.deployments["nova-novncproxy"].Spec.Template.Spec.Containers, "nova-novncproxy")
-	proxyLog := filepath.Join(t.TempDir(), "nova-novncproxy.log")
-	cmd = command(proxy, 0)
-	start(t, cmd.Args, cmd.Env, proxyLog)
+	// The forked nova-novncproxy serves the noVNC client named by novncproxy_base_url.
 	page := corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/vnc_lite.html"}}}
-	if r := waitProbe(t, fmt.Sprintf("http://127.0.0.1:%d", novnc), page, proxyLog); !strings.Contains(r.body, "noVNC") {
+	if r := waitProbe(t, fmt.Sprintf("http://127.0.0.1:%d", novnc), page, logFile); !strings.Contains(r.body, "noVNC") {
 		t.Errorf("GET /vnc_lite.html = %.200s, want the noVNC client", r.body)
+	}
+	// The proxy ended, nova-server ends (and the kubelet restarts the pod).
+	ppid := map[string]string{}
+	for _, pid := range strings.Fields(string(out)) {
+		status, _ := os.ReadFile("/proc/" + pid + "/status")
+		if m := regexp.MustCompile(`(?m)^PPid:\s+(\d+)$`).FindSubmatch(status); m != nil {
+			ppid[pid] = string(m[1])
+		}
+	}
+	var server, proxyPID string
+	for pid, parent := range ppid {
+		if _, ok := ppid[parent]; ok {
+			server, proxyPID = parent, pid
+		}
+	}
+	if proxyPID == "" {
+		t.Fatalf("found no nova-novncproxy forked from nova-server among %v", ppid)
+	}
+	p, _ := strconv.Atoi(proxyPID)
+	_ = syscall.Kill(p, syscall.SIGKILL)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat("/proc/" + server); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("nova-server (pid %s) still runs 30s after its nova-novncproxy was killed, want it to exit:\n%s", server, func() string { b, _ := os.ReadFile(logFile); return tail(string(b), 5) }())
+			break
+		}
 	}
 }
