@@ -60,7 +60,8 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 
 // checkServer: a server through Debian's openstack client reaches ACTIVE, gets its
 // address from OVN's DHCP and its uuid from the metadata service (both read from its
-// console), and its floating IP answers the host's ping.
+// console), its noVNC console answers through nova-novncproxy, and its floating IP
+// answers the host's ping.
 func checkServer(t *testing.T, n *node) {
 	t0 := time.Now()
 	out, err := n.openstack("server", "create", "--flavor", "m1.tiny", "--image", "osd-test", "--network", "osd-net", "--wait", "-f", "value", "-c", "id", "e2e-server")
@@ -101,6 +102,7 @@ func checkServer(t *testing.T, n *node) {
 	if !strings.Contains(console, metadata) {
 		t.Errorf("console log lacks %q (the guest did not get its uuid from http://169.254.169.254):\n%s", metadata, tail(console, 30))
 	}
+	t.Run("noVNC console", func(t *testing.T) { checkNoVNC(t, n, id) })
 	fip := n.field(t, "floating", "ip", "create", "external", "-f", "value", "-c", "floating_ip_address")
 	defer n.openstack("floating", "ip", "delete", fip)
 	if out, err := n.openstack("server", "add", "floating", "ip", id, fip); err != nil {
