@@ -166,12 +166,13 @@ func TestNovaRender(t *testing.T) {
 	// The cell setup maps registered compute hosts and waits for one (the first server
 	// would otherwise find "No valid host" until the scheduler's periodic mapping).
 	// It waits for the databases first, in one cheap process, not in nova-manage calls.
-	if steps := podContainers(n.cellSetup.Spec.Template.Spec); len(steps) != 3 || steps[1].Name != "wait-db" || steps[2].Name != "discover-hosts" ||
-		!strings.Contains(steps[2].Command[2], "cell_v2 discover_hosts") || !strings.Contains(steps[2].Command[2], "cell_v2 list_hosts | grep -qw cell1") ||
-		!strings.Contains(steps[2].Command[2], `[ "$i" -lt 180 ]`) {
-		t.Errorf("nova-cell-setup steps = %+v, want config-render, wait-db, then discover-hosts waiting up to 180 x 5 s for a host in cell1", steps)
+	// The discovery polls in one process (files/cell-setup.py) for up to
+	// cellSetup.timeoutSeconds (900).
+	if steps := podContainers(n.cellSetup.Spec.Template.Spec); len(steps) != 3 || steps[1].Name != "wait-db" || steps[2].Name != "discover-hosts" {
+		t.Errorf("nova-cell-setup steps = %+v, want config-render, wait-db, then discover-hosts", steps)
 	} else {
 		checkWaitDB(t, "Job/nova-cell-setup", steps[1])
+		checkPythonCommand(t, steps[2].Command, "host_mapping.discover_hosts(ctxt", `m.cell_mapping.name == "cell1"`, "900 --config-file /etc/nova/nova.conf")
 	}
 
 	for name, pod := range n.pods() {
@@ -648,7 +649,7 @@ func TestNovaJob(t *testing.T) {
 	for _, c := range all {
 		names = append(names, c.Name)
 	}
-	want := []string{"config-render", "keystone-register", "db-create-nova-api", "db-create-nova", "db-create-nova-cell0", "api-db-sync", "map-cell0", "create-cell1", "db-sync"}
+	want := []string{"config-render", "keystone-register", "db-create-nova-api", "db-create-nova", "db-create-nova-cell0", "db-setup"}
 	if !reflect.DeepEqual(names, want) || len(pod.Containers) != 1 {
 		t.Fatalf("Job steps = %v (the last is the main container), want %v", names, want)
 	}
@@ -666,19 +667,10 @@ func TestNovaJob(t *testing.T) {
 			t.Errorf("%s is not osd-lib's db-create script", step)
 		}
 	}
-	manage := []string{"nova-manage", "--config-file", "/etc/nova/nova.conf"}
-	commands := map[string][]string{
-		"api-db-sync": append(slices.Clone(manage), "api_db", "sync"),
-		"map-cell0":   append(slices.Clone(manage), "cell_v2", "map_cell0"),
-		"create-cell1": {"/bin/sh", "-ec", "nova-manage --config-file /etc/nova/nova.conf cell_v2 list_cells | grep -qw cell1 || " +
-			"nova-manage --config-file /etc/nova/nova.conf cell_v2 create_cell --name cell1"},
-		"db-sync": append(slices.Clone(manage), "db", "sync"),
-	}
-	for step, cmd := range commands {
+	// nova-manage's api_db sync, map_cell0, create_cell and db sync in one process.
+	for _, step := range []string{"db-setup"} {
 		c := containerByName(all, step)
-		if !reflect.DeepEqual(c.Command, cmd) {
-			t.Errorf("%s command = %q, want %q", step, c.Command, cmd)
-		}
+		checkPythonCommand(t, c.Command, "manage.ApiDbCommands().sync", "manage.DbCommands().sync", "--config-file /etc/nova/nova.conf")
 		var mounted bool
 		for _, m := range c.VolumeMounts {
 			mounted = mounted || (m.Name == "config" && m.MountPath == "/etc/nova/nova.conf" && m.SubPath == "nova.conf")
@@ -1090,15 +1082,18 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	if out, err := step(conductor, "wait-db", 20*time.Second); err == nil || !strings.Contains(out, "waiting for the nova-init Job") {
 		t.Errorf("wait-db before the db syncs = %v\n%s\nwant it waiting", err, tail(out, 5))
 	}
-	mustStep(job, "api-db-sync")
+	// Twice: a re-run of the Job migrates nothing and keeps the one cell1.
 	for i := 0; i < 2; i++ {
-		mustStep(job, "map-cell0")
-		mustStep(job, "create-cell1")
+		out := mustStep(job, "db-setup")
+		for _, done := range []string{"api_db sync: done", "cell_v2 map_cell0: done", "db sync: done"} {
+			if !strings.Contains(out, done) {
+				t.Errorf("db-setup run %d does not say %q:\n%s", i+1, done, tail(out, 10))
+			}
+		}
+		if cell1 := []string{"cell_v2 create_cell --name cell1: done", "cell_v2 create_cell: cell1 exists"}[i]; !strings.Contains(out, cell1) {
+			t.Errorf("db-setup run %d does not say %q:\n%s", i+1, cell1, tail(out, 10))
+		}
 	}
-	if out, err := step(conductor, "wait-db", 20*time.Second); err == nil {
-		t.Errorf("wait-db before db sync passed, want it waiting:\n%s", tail(out, 5))
-	}
-	mustStep(job, "db-sync")
 	mustStep(conductor, "wait-db")
 	mustStep(n.cellSetup.Spec.Template.Spec, "wait-db")
 	// nova-compute's wait-conductor gets as far as its ping and keeps waiting: no RabbitMQ
@@ -1109,6 +1104,13 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	// No nova-compute runs here: the cell setup finds no host to map and keeps waiting.
 	if out, err := step(n.cellSetup.Spec.Template.Spec, "discover-hosts", 20*time.Second); err == nil || !strings.Contains(out, "Found 0 unmapped computes in cell") {
 		t.Errorf("discover-hosts without a compute host = %v\n%s\nwant it mapping nothing and waiting", err, tail(out, 8))
+	}
+	// With a 5 s timeout it gives up by itself and says what to look at.
+	short := n.cellSetup.Spec.Template.Spec.DeepCopy()
+	discover := containerByName(podContainers(*short), "discover-hosts")
+	discover.Command[3] = "5"
+	if out, err := step(*short, "discover-hosts", 60*time.Second); err == nil || !strings.Contains(out, "no nova-compute host registered in cell1 after") || strings.Contains(out, "Traceback") {
+		t.Errorf("discover-hosts with a 5 s timeout = %v\n%s\nwant it to give up naming the nova-compute DaemonSet", err, tail(out, 8))
 	}
 
 	// The cells: cell0 and exactly one cell1 with the rendered transport URL.
