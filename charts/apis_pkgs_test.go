@@ -74,6 +74,8 @@ func TestAPIChartsWithDebianPackages(t *testing.T) {
 		switch name {
 		case "uwsgi":
 			return []string{filepath.Join(root, "usr/bin/uwsgi-core")}
+		case "/usr/bin/python3":
+			return []string{python}
 		}
 		return []string{python, filepath.Join(root, "usr/bin", name)}
 	}
@@ -99,7 +101,20 @@ func TestAPIChartsWithDebianPackages(t *testing.T) {
 		// placement.wsgi reads $OS_PLACEMENT_CONFIG_DIR/placement.conf (in the pod:
 		// /etc/placement/placement.conf, its default location).
 		penv := append(env, "OS_PLACEMENT_CONFIG_DIR="+conf)
+		// The Deployment's wait-db before the db sync: waiting, then giving up (after 3 s
+		// here, 1800 in the chart); after it: passing at once.
+		wait := *containerByName(objs.deployment.Spec.Template.Spec.InitContainers, "wait-db")
+		wait.Command = slices.Clone(wait.Command)
+		wait.Command[len(wait.Command)-1] = "3"
+		args := hostArgs(t, wait, conf, program)
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = penv
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "waiting for the placement-init Job") ||
+			!strings.Contains(string(out), "the placement-init Job has not migrated it") || strings.Contains(string(out), "Traceback") {
+			t.Errorf("wait-db before the db sync = %v\n%s\nwant it waiting, then giving up naming the Job", err, tail(string(out), 10))
+		}
 		runStep(t, objs.job.Spec.Template.Spec, "db-sync", conf, program, penv)
+		runStep(t, objs.deployment.Spec.Template.Spec, "wait-db", conf, program, penv)
 		api := containerByName(objs.deployment.Spec.Template.Spec.Containers, "placement")
 		start(t, hostArgs(t, *api, conf, program), penv, filepath.Join(data, "placement.log"))
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)

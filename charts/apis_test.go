@@ -36,6 +36,7 @@ type apiChart struct {
 	mounts     map[string]string // config file -> path in the API container
 	steps      []string          // init Job steps in order
 	dbSync     []string          // db-sync command
+	waitDB     []string          // the Deployment's wait-db arguments (nil: no wait-db step)
 	database   string            // database and user of db-create
 	dbSecret   string            // Secret with the database user's password
 	ksSecret   string            // Secret with the Keystone service user's password
@@ -53,6 +54,7 @@ var apiCharts = []apiChart{
 		mounts:   map[string]string{"placement.conf": "/etc/placement/placement.conf", "uwsgi.ini": "/etc/placement/uwsgi-osd.ini"},
 		steps:    []string{"config-render", "db-create", "db-sync", "keystone-register"},
 		dbSync:   []string{"placement-manage", "--config-file", "/etc/placement/placement.conf", "db", "sync"},
+		waitDB:   []string{"/etc/placement/placement.conf", "placement_database", "alembic:placement/db/sqlalchemy/alembic", "placement-init", "1800"},
 		database: "placement", dbSecret: "placement-db", ksSecret: "placement-keystone", svcType: "placement",
 		endpoints: map[string]string{"public": "http://127.0.0.1:30778", "internal": "http://placement-api.openstack.svc:8778", "admin": "http://placement-api.openstack.svc:8778"},
 		ini: map[string][]string{
@@ -287,8 +289,19 @@ func TestAPICharts(t *testing.T) {
 				if c.Resources.Limits.Memory().IsZero() {
 					t.Errorf("%s has no memory limit", c.Name)
 				}
-				if pod.InitContainers[len(pod.InitContainers)-1].Name != "config-render" {
-					t.Errorf("last init container = %s, want config-render", pod.InitContainers[len(pod.InitContainers)-1].Name)
+				var inits []string
+				for _, c := range pod.InitContainers {
+					inits = append(inits, c.Name)
+				}
+				// config-render last, or followed by wait-db.
+				want := []string{"config-render"}
+				if tt.waitDB != nil {
+					want = append(want, "wait-db")
+				}
+				if len(inits) < len(want) || !slices.Equal(inits[len(inits)-len(want):], want) {
+					t.Errorf("init containers = %v, want them to end with %v", inits, want)
+				} else if tt.waitDB != nil {
+					checkWaitDBStep(t, pod.InitContainers[len(inits)-1], tt.waitDB)
 				}
 				if objs.deployment.Spec.Template.Annotations["checksum/config"] != objs.job.Spec.Template.Annotations["checksum/config"] {
 					t.Errorf("Deployment and Job config checksums differ")
@@ -626,4 +639,18 @@ func runRenderScript(t *testing.T, render *corev1.Container, files, values map[s
 		t.Fatalf("config-render: %v\n%s", err, b)
 	}
 	return conf
+}
+
+// checkWaitDBStep checks a Deployment's wait-db step: osd-lib's program (one Python process,
+// nothing of the service imported) with args, the config file it reads mounted.
+func checkWaitDBStep(t *testing.T, c corev1.Container, args []string) {
+	t.Helper()
+	checkPythonCommand(t, c.Command, "osd's wait for a service's database schema", "import ast, configparser", strings.Join(args, " "))
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || (m.Name == "config" && m.MountPath == args[0] && m.ReadOnly)
+	}
+	if !mounted {
+		t.Errorf("wait-db mounts %v, want the rendered config at %s", c.VolumeMounts, args[0])
+	}
 }

@@ -453,8 +453,10 @@ func TestHeatChart(t *testing.T) {
 				if *dep.Spec.Replicas != layout.replicas || dep.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != d.component {
 					t.Errorf("%s: %s replicas %d selector %v, want %d and component %s", layout.name, d.name, *dep.Spec.Replicas, dep.Spec.Selector.MatchLabels, layout.replicas, d.component)
 				}
-				if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render"}) {
-					t.Errorf("%s: %s init containers = %v, want [config-render]", layout.name, d.name, names)
+				if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render", "wait-db"}) {
+					t.Errorf("%s: %s init containers = %v, want [config-render wait-db]", layout.name, d.name, names)
+				} else {
+					checkWaitDBStep(t, pod.InitContainers[1], []string{"/etc/heat/heat.conf", "database", "migrate:heat/db/sqlalchemy/migrate_repo", "heat-init", "1800"})
 				}
 				c := containerByName(pod.Containers, d.name)
 				if c == nil || len(pod.Containers) != 1 {
@@ -1220,13 +1222,21 @@ result horizon_rss_kib $(rss %d)
 	htfiles, _ := hhConfigRender(t, "heat", jpod, ht.secrets["heat-config"].StringData, secrets)
 	hdir := writeFiles(t, work, "heat", htfiles)
 	uid := *jpod.SecurityContext.RunAsUser
-	script.WriteString(podFiles(t, jpod, step(jpod, "db-sync"), hdir, work, done, secrets))
-	fmt.Fprintf(&script, `t=$(now)
-if as %d $S/heat-db-sync.log %s; then result heat_db_sync 0 $(since $t); else result heat_db_sync $? $(since $t); fi
-t=$(now)
-`, uid, podCommand(t, step(jpod, "db-sync"), secrets))
-	// heat-server, both APIs and the engine in one process, as its Deployment runs it.
+	// heat-server's wait-db before the db sync: waiting, then giving up (after 3 s here,
+	// 1800 in the chart); after the db sync: passing.
 	server := ht.deployments["heat-server"].Spec.Template.Spec
+	wait := step(server, "wait-db")
+	short := wait.DeepCopy()
+	short.Command[len(short.Command)-1] = "3"
+	script.WriteString(podFiles(t, server, wait, hdir, work, done, secrets))
+	script.WriteString(podFiles(t, jpod, step(jpod, "db-sync"), hdir, work, done, secrets))
+	fmt.Fprintf(&script, `if as %[1]d $S/heat-wait-db-before.log %[2]s; then result heat_wait_db_before 0; else result heat_wait_db_before $? $(grep -c 'waiting for the heat-init Job' $S/heat-wait-db-before.log) $(grep -c 'the heat-init Job has not migrated it' $S/heat-wait-db-before.log) $(grep -c Traceback $S/heat-wait-db-before.log); fi
+t=$(now)
+if as %[1]d $S/heat-db-sync.log %[3]s; then result heat_db_sync 0 $(since $t); else result heat_db_sync $? $(since $t); fi
+if as %[1]d $S/heat-wait-db.log %[4]s; then result heat_wait_db_after 0; else result heat_wait_db_after $?; tail -5 $S/heat-wait-db.log; fi
+t=$(now)
+`, uid, podCommand(t, short, secrets), podCommand(t, step(jpod, "db-sync"), secrets), podCommand(t, wait, secrets))
+	// heat-server, both APIs and the engine in one process, as its Deployment runs it.
 	sc := containerByName(server.Containers, "heat-server")
 	script.WriteString(podFiles(t, server, sc, hdir, work, done, secrets))
 	fmt.Fprintf(&script, "serve %d $S/heat-server.log %s\n", *server.SecurityContext.RunAsUser, podCommand(t, sc, secrets))
@@ -1364,7 +1374,12 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 		t.Errorf("login page links CSS %q, want the offline-compressed /horizon/static/dashboard/css/output.*.css", field("horizon_css", 0))
 		failed = true
 	}
+	check("heat_wait_db_before", 0, "1") // sys.exit with the message
+	check("heat_wait_db_before", 1, "1")
+	check("heat_wait_db_before", 2, "1")
+	check("heat_wait_db_before", 3, "0")
 	check("heat_db_sync", 0, "0")
+	check("heat_wait_db_after", 0, "0")
 	check("heat-api", 0, "300")
 	check("heat-api-cfn", 0, "300")
 	check("engine_probe_unconnected", 0, "1")

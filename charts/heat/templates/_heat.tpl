@@ -86,6 +86,8 @@ spec:
       {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
       initContainers:
         {{- include "osd-lib.configRender" $args | nindent 8 }}
+        {{- /* Not before the heat-init Job's db sync: on missing tables heat's engine exits. */}}
+        {{- include "osd-lib.waitDBStep" (merge (dict "file" "heat.conf" "conf" "/etc/heat/heat.conf" "section" "database" "schema" "migrate:heat/db/sqlalchemy/migrate_repo" "job" "heat-init") $args) | nindent 8 }}
       containers:
         - name: {{ .name }}
           image: {{ include "osd-lib.image" $args }}
