@@ -204,6 +204,8 @@ func TestCinderCeph(t *testing.T) {
 			}
 			if !reflect.DeepEqual(inits, []string{"config-render", "wait-db"}) {
 				t.Errorf("%s: cinder-%s init containers = %v, want config-render, wait-db", l.name, n, inits)
+			} else {
+				checkWaitDBStep(t, pod.InitContainers[1], []string{"/etc/cinder/cinder.conf", "database", "alembic:cinder/db/migrations", "cinder-init", "1800"})
 			}
 			var env []string
 			for _, e := range containerByName(pod.InitContainers, "config-render").Env {

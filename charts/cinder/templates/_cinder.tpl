@@ -93,21 +93,12 @@ librbd; privsep only reads the host's ids as uid 0), so it keeps none. */ -}}
 
 {{/*
 Init container of the long-running pods: waits until the database is at the image's
-alembic head (the init Job's db sync) instead of crash-looping on missing tables.
+alembic head (the init Job's db sync) instead of crash-looping on missing tables; one
+process polling with SQLAlchemy (osd-lib.waitDBStep), not an interpreter importing Cinder
+every 5 s.
 */}}
 {{- define "cinder.waitDBStep" -}}
-{{- $check := `import sys
-from alembic import script
-from oslo_config import cfg
-from cinder.db import migration
-cfg.CONF(["--config-file", "/etc/cinder/cinder.conf"], project="cinder")
-head = script.ScriptDirectory.from_config(migration._find_alembic_conf()).get_current_head()
-current = migration.db_version()
-if current != head:
-    sys.exit("cinder database at %s, want %s: waiting for the cinder-init Job" % (current, head))
-` -}}
-{{- $script := printf "i=0\nuntil python3 -c '%s'; do\n  i=$((i+1)); [ \"$i\" -lt 360 ] || exit 1\n  sleep 5\ndone\n" $check -}}
-{{- include "osd-lib.commandStep" (merge (dict "name" "wait-db" "files" (dict "cinder.conf" "/etc/cinder/cinder.conf") "command" (list "/bin/sh" "-ec" $script)) .) -}}
+{{- include "osd-lib.waitDBStep" (merge (dict "file" "cinder.conf" "conf" "/etc/cinder/cinder.conf" "section" "database" "schema" "alembic:cinder/db/migrations" "job" "cinder-init") .) -}}
 {{- end -}}
 
 {{/*
