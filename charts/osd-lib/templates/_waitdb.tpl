@@ -80,7 +80,7 @@ def current():
             engine.dispose()
 
 
-name = package  # the service: placement, heat
+name = package  # the service: placement, heat, cinder
 began, next_note = time.monotonic(), 0
 while True:
     have, why = current()
