@@ -208,20 +208,24 @@ func TestMmdebstrapArgs(t *testing.T) {
 	}
 }
 
-func TestParseAptSimulation(t *testing.T) {
-	out := `NOTE: This is only a simulation!
-Inst gcc-12-base (12.2.0-14+deb12u1 Debian:12.15/oldstable [amd64])
-Inst libc6 (2.36-9+deb12u14 Debian:12.15/oldstable [amd64]) []
-Inst tzdata [2024a-0] (2026f-0+deb12u1 Debian-Security:12/oldstable-security [all])
-Conf libc6 (2.36-9+deb12u14 Debian:12.15/oldstable [amd64])
+func TestParseAptURIs(t *testing.T) {
+	out := `Reading package lists...
+'http://deb.debian.org/debian/pool/main/g/gcc-12/gcc-12-base_12.2.0-14%2bdeb12u1_amd64.deb' gcc-12-base_12.2.0-14+deb12u1_amd64.deb 37596 MD5Sum:8e7e741807b1e1939df8f58323affdcb
+'http://deb.debian.org/debian/pool/main/a/audit/libaudit-common_3.0.9-1_all.deb' libaudit-common_1%3a3.0.9-1_all.deb 10448 MD5Sum:c1f13138b89bb7eb29ee6cf93ccca204
+'http://deb.debian.org/debian-security/pool/updates/main/t/tzdata/tzdata_2026f-0%2bdeb12u1_all.deb' tzdata_2026f-0+deb12u1_all.deb 256456
 `
-	got := ParseAptSimulation(out)
-	want := map[string]string{"gcc-12-base": "12.2.0-14+deb12u1", "libc6": "2.36-9+deb12u14", "tzdata": "2026f-0+deb12u1"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("ParseAptSimulation() = %v, want %v", got, want)
+	got, err := ParseAptURIs(out)
+	want := map[string]string{"gcc-12-base": "12.2.0-14+deb12u1", "libaudit-common": "1:3.0.9-1", "tzdata": "2026f-0+deb12u1"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseAptURIs() = %v, %v; want %v", got, err, want)
 	}
-	if l := versionLines(want); l != "gcc-12-base=12.2.0-14+deb12u1\nlibc6=2.36-9+deb12u14\ntzdata=2026f-0+deb12u1" {
+	if l := versionLines(want); l != "gcc-12-base=12.2.0-14+deb12u1\nlibaudit-common=1:3.0.9-1\ntzdata=2026f-0+deb12u1" {
 		t.Errorf("versionLines() = %q", l)
+	}
+	for _, bad := range []string{"'http://m/x.deb' x_1.0.deb 1 SHA256:00", "'http://m/x.deb' x_1%zz_all.deb 1 SHA256:00", "'http://m/x.deb' _1.0_all.deb 1 SHA256:00"} {
+		if v, err := ParseAptURIs(bad); err == nil {
+			t.Errorf("ParseAptURIs(%q) = %v, want an error", bad, v)
+		}
 	}
 }
 

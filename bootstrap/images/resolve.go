@@ -2,13 +2,15 @@ package images
 
 import (
 	"bufio"
+	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 )
 
 // Package versions are resolved with the host's apt-get against a private
 // apt state under the state directory (its own lists, an empty dpkg status),
-// using the same sources the build uses: `apt-get install -s` of the
+// using the same sources the build uses: `apt-get install --print-uris` of the
 // variant's base set plus the recipe's packages prints the full closure with
 // the candidate versions, which is what mmdebstrap would install now. The
 // lists are refreshed when older than Builder.ListsMaxAge.
@@ -28,23 +30,28 @@ func baseSet(variant string) []string {
 	}
 }
 
-// ParseAptSimulation reads `apt-get install -s` output ("Inst name (version
-// archive [arch])") into name -> version.
-func ParseAptSimulation(out string) map[string]string {
+// ParseAptURIs reads `apt-get install --print-uris` output (lines "'URI' FILE SIZE
+// HASH", the hash missing for some archives, FILE being name_version_arch.deb with
+// ":" escaped as %3a) into name -> version.
+func ParseAptURIs(out string) (map[string]string, error) {
 	vers := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 3 || f[0] != "Inst" {
+		if len(f) < 3 || !strings.HasPrefix(f[0], "'") || !strings.HasSuffix(f[1], ".deb") {
 			continue
 		}
-		v := f[2]
-		if strings.HasPrefix(v, "[") && len(f) > 3 { // "Inst name [oldver] (newver ...)"
-			v = f[3]
+		parts := strings.Split(strings.TrimSuffix(f[1], ".deb"), "_")
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+			return nil, fmt.Errorf("apt-get --print-uris: unexpected file name %q", f[1])
 		}
-		vers[f[1]] = strings.TrimPrefix(v, "(")
+		v, err := url.PathUnescape(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("apt-get --print-uris: file name %q: %w", f[1], err)
+		}
+		vers[parts[0]] = v
 	}
-	return vers
+	return vers, nil
 }
 
 // versionLines renders name=version lines, sorted.
