@@ -88,15 +88,34 @@ func (lb *layerBuild) onBase(ctx context.Context) error {
 		return fmt.Errorf("accounts and debconf: %w: %s", err, lastLines(string(out), 5))
 	}
 	lb.b.emit(Event{Image: r.Name, Step: "install", Total: lb.total, Message: "apt-get install on " + r.Base})
+	// dpkg need not sync each file it unpacks: an interrupted build is thrown away whole.
 	args := append([]string{root, "apt-get", "-y", "-q", "-o", "APT::Sandbox::User=root", "-o", "Dpkg::Use-Pty=false",
-		"-o", "APT::Install-Recommends=false", "install"}, r.Packages...)
+		"-o", "APT::Install-Recommends=false", "-o", "Dpkg::Options::=--force-unsafe-io", "install"}, r.Packages...)
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	env := []string{"LC_ALL=C.UTF-8", "HOME=/root", "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true"}
+	deferCompile := false
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/py3compile")); err == nil {
+		shim, err := installPyCompileShim(root)
+		if err != nil {
+			return err
+		}
+		deferCompile = true
+		path = shim + ":" + path
+	}
+	// apt runs dpkg, and so the maintainer scripts, with DPkg::Path for PATH.
+	args = append(args[:2], append([]string{"-o", "DPkg::Path=" + path}, args[2:]...)...)
 	cmd := exec.CommandContext(ctx, "chroot", args...)
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "HOME=/root",
-		"DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true"}
+	cmd.Env = append([]string{"PATH=" + path}, env...)
 	if err := lb.b.runLogged(r.Name, lb.total, cmd); err != nil {
 		return fmt.Errorf("apt-get install: %w", err)
 	}
-	return nil
+	if !deferCompile {
+		return nil
+	}
+	lb.b.emit(Event{Image: r.Name, Step: "install", Packages: lb.total, Total: lb.total, Message: "byte-compiling Python modules"})
+	n, err := runPyCompile(ctx, root, append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...))
+	lb.b.logger().Debug("py3compile", "image", r.Name, "calls", n)
+	return err
 }
 
 // prepareChroot mounts what package scripts need (/proc, /sys, /dev), the resolution's

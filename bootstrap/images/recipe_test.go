@@ -197,7 +197,7 @@ func TestMmdebstrapArgs(t *testing.T) {
 	joined := strings.Join(args, "\n")
 	for _, want := range []string{"--mode=root", "--variant=minbase", "--include=memcached", "--essential-hook=/w/ess.sh",
 		"--customize-hook=/w/cus.sh", "--setup-hook=sync-in /c/debs /var/cache/apt/archives/", "--skip=essential/unlink",
-		"--customize-hook=sync-out /var/cache/apt/archives /c/debs"} {
+		"--customize-hook=sync-out /var/cache/apt/archives /c/debs", "--dpkgopt=force-unsafe-io"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("MmdebstrapArgs() lacks %q", want)
 		}
