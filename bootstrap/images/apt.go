@@ -70,8 +70,55 @@ func (a AptDir) prepare() (string, error) {
 		}
 		os.Remove(filepath.Join(a.Dir, "updated"))
 	}
+	// Written only when it changed: resolutions run side by side and read it.
 	conf := filepath.Join(a.Dir, "apt.conf")
+	if old, _ := os.ReadFile(conf); string(old) == a.config() {
+		return conf, nil
+	}
 	return conf, os.WriteFile(conf, []byte(a.config()), 0o644)
+}
+
+// Refresh updates the lists when they are older than MaxAge (or the sources changed)
+// and builds apt's package cache, so that resolutions and downloads after it only read
+// this state and may run side by side.
+func (a AptDir) Refresh(ctx context.Context) error {
+	conf, err := a.prepare()
+	if err != nil {
+		return err
+	}
+	updated, err := a.updateIfStale(ctx, conf)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(a.Dir, "cache", "pkgcache.bin")); err == nil && !updated {
+		return nil
+	}
+	_, err = a.aptGet(ctx, conf, a.Dir, "check")
+	return err
+}
+
+// Fresh says whether Refresh has nothing to do: the lists are younger than MaxAge
+// and apt's package cache is built.
+func (a AptDir) Fresh() bool {
+	st, err := os.Stat(filepath.Join(a.Dir, "updated"))
+	if err != nil || time.Since(st.ModTime()) > a.MaxAge {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(a.Dir, "cache", "pkgcache.bin"))
+	return err == nil
+}
+
+// updateIfStale runs apt-get update when the lists are older than MaxAge and says
+// whether it did.
+func (a AptDir) updateIfStale(ctx context.Context, conf string) (bool, error) {
+	stamp := filepath.Join(a.Dir, "updated")
+	if st, err := os.Stat(stamp); err == nil && time.Since(st.ModTime()) <= a.MaxAge {
+		return false, nil
+	}
+	if _, err := a.aptGet(ctx, conf, a.Dir, "update"); err != nil {
+		return false, err
+	}
+	return true, os.WriteFile(stamp, nil, 0o644)
 }
 
 func (a AptDir) aptGet(ctx context.Context, conf, workdir string, args ...string) ([]byte, error) {
@@ -99,16 +146,10 @@ func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]st
 	if err != nil {
 		return nil, err
 	}
-	stamp := filepath.Join(a.Dir, "updated")
-	if st, err := os.Stat(stamp); err != nil || time.Since(st.ModTime()) > a.MaxAge {
-		if _, err := a.aptGet(ctx, conf, a.Dir, "update"); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(stamp, nil, 0o644); err != nil {
-			return nil, err
-		}
+	if _, err := a.updateIfStale(ctx, conf); err != nil {
+		return nil, err
 	}
-	st, err := os.Stat(stamp)
+	st, err := os.Stat(filepath.Join(a.Dir, "updated"))
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +177,16 @@ func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]st
 		return nil, fmt.Errorf("apt-get install --print-uris %s lists nothing to install", strings.Join(pkgs, " "))
 	}
 	if b, err := json.Marshal(resolveMemo{Lists: st.ModTime().UnixNano(), Versions: vers}); err == nil {
+		// A lost memo only costs time; written whole (renamed into place), as
+		// resolutions of chains with a common base run side by side.
 		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
-			_ = os.WriteFile(memo, b, 0o644) // a lost memo only costs time
+			if f, err := os.CreateTemp(filepath.Dir(memo), ".memo-*"); err == nil {
+				_, werr := f.Write(b)
+				if cerr := f.Close(); werr == nil && cerr == nil {
+					_ = os.Rename(f.Name(), memo)
+				}
+				os.Remove(f.Name())
+			}
 		}
 	}
 	return vers, nil

@@ -91,8 +91,11 @@ type Builder struct {
 	cleanOnce sync.Once // cleanStaleWork, before the first build
 	store     *Store
 	err       error
-	resolveMu sync.Mutex // one apt-get at a time on the shared lists
-	treeMu    sync.Mutex // one extraction of a kept layer tree at a time
+	// listsMu guards the shared apt state: a refresh of the lists holds it alone,
+	// resolutions and downloads (which only read the lists) share it.
+	listsMu    sync.RWMutex
+	downloadMu sync.Mutex // one download into the shared .deb cache at a time
+	treeMu     sync.Mutex // one extraction of a kept layer tree at a time
 }
 
 // Store returns the builder's image store.
@@ -140,6 +143,33 @@ func (b *Builder) aptDir(suite string) (AptDir, error) {
 	return AptDir{Dir: filepath.Join(b.StateDir, "apt", suite), Sources: srcs, MaxAge: maxAge}, nil
 }
 
+// resolve refreshes the lists if they are stale (alone), then resolves (beside other
+// resolutions and downloads).
+func (b *Builder) resolve(ctx context.Context, apt AptDir, base, pkgs []string) (map[string]string, error) {
+	if err := b.refresh(ctx, apt); err != nil {
+		return nil, err
+	}
+	b.listsMu.RLock()
+	defer b.listsMu.RUnlock()
+	ro := apt
+	ro.MaxAge = 1 << 62 // refreshed above: never updated under the shared lock
+	return ro.Resolve(ctx, base, pkgs)
+}
+
+// refresh brings the lists of apt up to date, holding listsMu alone (only when there
+// is something to do: waiting for it would wait for every resolution under way).
+func (b *Builder) refresh(ctx context.Context, apt AptDir) error {
+	b.listsMu.RLock()
+	fresh := apt.Fresh()
+	b.listsMu.RUnlock()
+	if fresh {
+		return nil
+	}
+	b.listsMu.Lock()
+	defer b.listsMu.Unlock()
+	return apt.Refresh(ctx)
+}
+
 // CacheKey computes the key a recipe's image is cached under, and for a
 // Debian recipe the package versions its image holds (the whole chain's).
 func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]string, error) {
@@ -171,9 +201,7 @@ func (b *Builder) chainKey(ctx context.Context, ch []Recipe) (string, map[string
 		if err != nil {
 			return "", nil, err
 		}
-		b.resolveMu.Lock()
-		vers, err = apt.Resolve(ctx, baseSet(ch[0].Variant), chainPackages(ch))
-		b.resolveMu.Unlock()
+		vers, err = b.resolve(ctx, apt, baseSet(ch[0].Variant), chainPackages(ch))
 		if err != nil {
 			return "", nil, fmt.Errorf("resolve packages: %w", err)
 		}

@@ -41,6 +41,8 @@ func (b *Builder) download(ctx context.Context, suite string, vers map[string]st
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	b.downloadMu.Lock()
+	defer b.downloadMu.Unlock()
 	b.migrateDebs()
 	missing := missingDebs(dir, vers)
 	if len(missing) == 0 {
@@ -50,8 +52,9 @@ func (b *Builder) download(ctx context.Context, suite string, vers map[string]st
 	if err != nil {
 		return err
 	}
-	b.resolveMu.Lock()
-	defer b.resolveMu.Unlock()
+	// The lists are read as they are (the versions were resolved from them).
+	b.listsMu.RLock()
+	defer b.listsMu.RUnlock()
 	conf, err := apt.prepare()
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 )
@@ -175,15 +176,38 @@ func (b *Builder) plan(ctx context.Context, catalog []Recipe, recipes []Recipe) 
 		return nil, err
 	}
 	deps := dependants(catalog)
-	var out []planned
-	for i, r := range recipes {
-		key, vers, err := b.CacheKey(ctx, r)
+	out := make([]planned, len(recipes))
+	errs := make([]error, len(recipes))
+	// Each resolution is one apt-get on one core (seconds for the large images): they
+	// run side by side, as many as there are cores.
+	idx := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.NumCPU(); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range idx {
+				r := recipes[i]
+				key, vers, err := b.CacheKey(ctx, r)
+				if err != nil {
+					errs[i] = fmt.Errorf("build %s: %w", r.Name, err)
+					continue
+				}
+				_, st, err := store.Get(r.Name)
+				cached := err == nil && st.CacheKey == key && st.Ref == r.Ref
+				out[i] = planned{r: r, vers: vers, cached: cached, weight: deps[r.Name], ordinal: i}
+			}
+		}()
+	}
+	for i := range recipes {
+		idx <- i
+	}
+	close(idx)
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("build %s: %w", r.Name, err)
+			return nil, err
 		}
-		_, st, err := store.Get(r.Name)
-		cached := err == nil && st.CacheKey == key && st.Ref == r.Ref
-		out = append(out, planned{r: r, vers: vers, cached: cached, weight: deps[r.Name], ordinal: i})
 	}
 	return out, nil
 }
