@@ -5,68 +5,108 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
-// Observe reads what the cloud has of want's resources.
+// Observe reads what the cloud has of want's resources. The reads are independent
+// and run side by side (a no-op osd init waits for the slowest, not for their sum);
+// the first failure, in the order below, is the error.
 func Observe(ctx context.Context, c *Client, want Desired) (Observed, error) {
 	var obs Observed
-	var err error
+	var reads []func() error
 	if len(want.Flavors) > 0 {
-		if obs.Flavors, err = c.ListFlavors(ctx); err != nil {
-			return obs, fmt.Errorf("observe flavors: %w", err)
-		}
+		reads = append(reads, func() (err error) {
+			if obs.Flavors, err = c.ListFlavors(ctx); err != nil {
+				return fmt.Errorf("observe flavors: %w", err)
+			}
+			return nil
+		})
 	}
 	if want.External != nil || want.Tenant.Name != "" || want.Router != "" {
-		if obs.Networks, err = c.ListNetworks(ctx, ""); err != nil {
-			return obs, fmt.Errorf("observe networks: %w", err)
-		}
-		if obs.Subnets, err = c.ListSubnets(ctx, ""); err != nil {
-			return obs, fmt.Errorf("observe subnets: %w", err)
-		}
+		reads = append(reads, func() (err error) {
+			if obs.Networks, err = c.ListNetworks(ctx, ""); err != nil {
+				return fmt.Errorf("observe networks: %w", err)
+			}
+			return nil
+		}, func() (err error) {
+			if obs.Subnets, err = c.ListSubnets(ctx, ""); err != nil {
+				return fmt.Errorf("observe subnets: %w", err)
+			}
+			return nil
+		})
 	}
 	if want.Router != "" {
-		if obs.Routers, err = c.ListRouters(ctx, want.Router); err != nil {
-			return obs, fmt.Errorf("observe routers: %w", err)
-		}
-		obs.RouterSubnets = map[string][]string{}
-		for _, r := range obs.Routers {
-			ports, err := c.ListPorts(ctx, map[string]string{"device_id": r.ID})
-			if err != nil {
-				return obs, fmt.Errorf("observe ports of router %s: %w", r.Name, err)
+		reads = append(reads, func() (err error) {
+			if obs.Routers, err = c.ListRouters(ctx, want.Router); err != nil {
+				return fmt.Errorf("observe routers: %w", err)
 			}
-			for _, p := range ports {
-				if p.DeviceOwner == "network:router_gateway" {
-					continue
+			obs.RouterSubnets = map[string][]string{}
+			for _, r := range obs.Routers {
+				ports, err := c.ListPorts(ctx, map[string]string{"device_id": r.ID})
+				if err != nil {
+					return fmt.Errorf("observe ports of router %s: %w", r.Name, err)
 				}
-				for _, ip := range p.FixedIPs {
-					obs.RouterSubnets[r.ID] = append(obs.RouterSubnets[r.ID], ip.SubnetID)
+				for _, p := range ports {
+					if p.DeviceOwner == "network:router_gateway" {
+						continue
+					}
+					for _, ip := range p.FixedIPs {
+						obs.RouterSubnets[r.ID] = append(obs.RouterSubnets[r.ID], ip.SubnetID)
+					}
 				}
 			}
-		}
+			return nil
+		})
 	}
 	if want.SecurityGroup != "" {
-		sgs, err := c.ListSecurityGroups(ctx, want.SecurityGroup, c.ProjectID())
-		if err != nil {
-			return obs, fmt.Errorf("observe security groups: %w", err)
-		}
-		if len(sgs) > 0 {
-			obs.SecurityGroup = &sgs[0]
-		}
+		reads = append(reads, func() error {
+			sgs, err := c.ListSecurityGroups(ctx, want.SecurityGroup, c.ProjectID())
+			if err != nil {
+				return fmt.Errorf("observe security groups: %w", err)
+			}
+			if len(sgs) > 0 {
+				obs.SecurityGroup = &sgs[0]
+			}
+			return nil
+		})
 	}
 	if want.Keypair != nil {
-		if obs.Keypairs, err = c.ListKeypairs(ctx); err != nil {
-			return obs, fmt.Errorf("observe keypairs: %w", err)
+		reads = append(reads, func() (err error) {
+			if obs.Keypairs, err = c.ListKeypairs(ctx); err != nil {
+				return fmt.Errorf("observe keypairs: %w", err)
+			}
+			return nil
+		})
+	}
+	var images [3][]Image
+	if want.Images != nil {
+		for i, n := range []string{want.Images.Kernel, want.Images.Ramdisk, want.Images.Machine} {
+			reads = append(reads, func() (err error) {
+				if images[i], err = c.ListImages(ctx, n); err != nil {
+					return fmt.Errorf("observe images: %w", err)
+				}
+				return nil
+			})
 		}
 	}
-	if want.Images != nil {
-		for _, n := range []string{want.Images.Kernel, want.Images.Ramdisk, want.Images.Machine} {
-			ims, err := c.ListImages(ctx, n)
-			if err != nil {
-				return obs, fmt.Errorf("observe images: %w", err)
-			}
-			obs.Images = append(obs.Images, ims...)
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = read()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return obs, err
 		}
+	}
+	for _, ims := range images {
+		obs.Images = append(obs.Images, ims...)
 	}
 	return obs, nil
 }
