@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -119,6 +120,9 @@ type Client struct {
 	userID    string
 }
 
+// For says whether c logged in with creds.
+func (c *Client) For(creds Credentials) bool { return c.creds == creds.withDefaults() }
+
 // Authenticate logs in with creds and returns a client holding the token
 // and the catalog.
 func Authenticate(ctx context.Context, creds Credentials) (*Client, error) {
@@ -184,6 +188,35 @@ func (c *Client) login(ctx context.Context) error {
 	defer c.mu.Unlock()
 	c.token, c.expires, c.catalog = tok, out.Token.ExpiresAt, out.Token.Catalog
 	c.projectID, c.userID = out.Token.Project.ID, out.Token.User.ID
+	return nil
+}
+
+// Check asks Keystone to validate the client's own token (GET /auth/tokens): it proves
+// Keystone answers and honours the login without another password check. A token
+// Keystone refuses, or one about to expire, is an error (log in again).
+func (c *Client) Check(ctx context.Context) error {
+	c.mu.Lock()
+	tok, exp := c.token, c.expires
+	c.mu.Unlock()
+	if tok == "" || time.Until(exp) < 5*time.Minute {
+		return fmt.Errorf("keystone token expired")
+	}
+	u := c.creds.AuthURL + "/auth/tokens"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Auth-Token", tok)
+	req.Header.Set("X-Subject-Token", tok)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("keystone at %s: %w", c.creds.AuthURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(http.MethodGet, u, resp)
+	}
+	io.Copy(io.Discard, resp.Body)
 	return nil
 }
 

@@ -42,7 +42,10 @@ func ForCatalog(want Desired, catalog []CatalogEntry) (Desired, []string) {
 
 // DayOneConfig is what EnsureDayOne needs.
 type DayOneConfig struct {
-	Credentials     Credentials
+	Credentials Credentials
+	// Client, if set, is logged in with Credentials already and used instead of a new
+	// login.
+	Client          *Client
 	CacheDir        string // the guest image cache (guest.Options.CacheDir)
 	KeyFile         string // osd's private key for DefaultKeyName (made if missing); "" for no keypair
 	ExternalCIDR    string // default 172.24.4.0/24
@@ -70,9 +73,11 @@ func EnsureDayOne(ctx context.Context, cfg DayOneConfig) (changed bool, detail s
 	if cfg.NoExternal {
 		want.External = nil
 	}
-	c, err := Authenticate(ctx, cfg.Credentials)
-	if err != nil {
-		return false, "", err
+	c := cfg.Client
+	if c == nil {
+		if c, err = Authenticate(ctx, cfg.Credentials); err != nil {
+			return false, "", err
+		}
 	}
 	if cfg.KeyFile != "" {
 		pub, created, err := EnsureKeyFile(cfg.KeyFile)

@@ -102,10 +102,14 @@ func (s *Service) untilAnswering(ctx context.Context, services []string, detail 
 		if len(not) == 0 {
 			creds, err := s.AdminCredentials()
 			if err == nil {
-				_, err = cloud.Authenticate(ctx, creds)
-			}
-			if err == nil {
-				return nil
+				if c := s.loggedIn.get(creds); c != nil && c.Check(ctx) == nil {
+					return nil
+				}
+				var c *cloud.Client
+				if c, err = cloud.Authenticate(ctx, creds); err == nil {
+					s.loggedIn.put(c)
+					return nil
+				}
 			}
 			not = append(not, "Keystone token: "+err.Error())
 		}

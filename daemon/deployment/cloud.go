@@ -57,7 +57,7 @@ func (s *Service) ensureDayOne(ctx context.Context, detail func(string)) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	cfg := cloud.DayOneConfig{Credentials: creds, CacheDir: s.st.Cfg.CacheDir, KeyFile: cloud.KeyFile(s.st.Cfg.StateDir), Progress: detail}
+	cfg := cloud.DayOneConfig{Credentials: creds, Client: s.loggedIn.get(creds), CacheDir: s.st.Cfg.CacheDir, KeyFile: cloud.KeyFile(s.st.Cfg.StateDir), Progress: detail}
 	if v, ok, err := s.st.Get(ctx, state.KeyExternal); err != nil {
 		return false, "", err
 	} else if ok {

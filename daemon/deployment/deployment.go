@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/charts"
 	"github.com/osdcloud/osd/daemon/api"
@@ -47,6 +48,38 @@ type Service struct {
 	ctrlP    atomic.Pointer[deploy.Controller] // ctrl, for readers outside ctrlOnce
 	runOnce  sync.Once
 	answers  answers
+	// loggedIn is the admin's client the openstack step last logged in with (proving
+	// Keystone gives a token), reused by the day-one step and by the next run while its
+	// token is valid: a Keystone login is a password hash check (0.3 s here), a token
+	// validation a fraction of that.
+	loggedIn adminLogin
+}
+
+// adminLogin holds the admin's logged-in client.
+type adminLogin struct {
+	mu sync.Mutex
+	c  *cloud.Client
+	at time.Time
+}
+
+// loginAge is how long a logged-in client is reused (its token lasts an hour; the
+// client logs in again if Keystone refuses it).
+const loginAge = 30 * time.Minute
+
+func (h *adminLogin) put(c *cloud.Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.c, h.at = c, time.Now()
+}
+
+// get returns the client put less than loginAge ago for creds, else nil.
+func (h *adminLogin) get(creds cloud.Credentials) *cloud.Client {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.c == nil || time.Since(h.at) > loginAge || !h.c.For(creds) {
+		return nil
+	}
+	return h.c
 }
 
 // New returns the deployment resource of st.
