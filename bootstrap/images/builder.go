@@ -264,7 +264,7 @@ func (b *Builder) build(ctx context.Context, r Recipe, sess *session) (Result, e
 		img, err = PauseImage()
 		clock.done("pack")
 	case KindGo:
-		img, err = b.buildGo(ctx, sess, r, clock)
+		img, err = b.buildGo(ctx, r, clock)
 	case KindDebian:
 		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s%d.layer.tar", workName(r.Name), time.Now().UnixNano()))
 		defer os.Remove(layerFile) // normally moved into the store by Put
@@ -322,7 +322,7 @@ func (b *Builder) buildDebian(ctx context.Context, ch []Recipe, vers map[string]
 		return nil, err
 	}
 	clock.done("download")
-	lb := &layerBuild{b: b, sess: sess, ch: ch, work: work, debs: debs, total: total, layerFile: layerFile, started: time.Now()}
+	lb := &layerBuild{b: b, ch: ch, work: work, debs: debs, total: total, layerFile: layerFile, started: time.Now()}
 	if base == nil {
 		err = lb.root(ctx)
 	} else {

@@ -1,12 +1,7 @@
 package images
 
 import (
-	"context"
-	"fmt"
-	"path/filepath"
 	"reflect"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -96,58 +91,5 @@ func TestWithBases(t *testing.T) {
 	}
 	if _, err := withBases(Recipes(), []string{"nope"}); err == nil {
 		t.Errorf("withBases(nope) = nil error, want unknown image")
-	}
-}
-
-// TestCriticalChain: the chain of the largest image to build keeps the normal CPU
-// priority; the other builds (under nice) yield to it.
-func TestCriticalChain(t *testing.T) {
-	cat := Recipes()
-	pkgs := map[string]int{"base": 129, "openstack-common": 429, "openstack": 784, "compute": 552, "ceph": 277, "mariadb": 153, "memcached": 133}
-	plan := func(cached ...string) []planned {
-		var out []planned
-		for i, r := range cat {
-			vers := map[string]string{}
-			for j := 0; j < pkgs[r.Name]; j++ {
-				vers[fmt.Sprint(j)] = "1"
-			}
-			out = append(out, planned{r: r, vers: vers, cached: slices.Contains(cached, r.Name), ordinal: i})
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name   string
-		cached []string
-		want   []string
-	}{
-		{"fresh state: the OpenStack chain", nil, []string{"base", "openstack-common", "openstack"}},
-		{"openstack cached: compute's chain", []string{"openstack"}, []string{"base", "openstack-common", "compute"}},
-		{"only small images left: the Go build counts as large", []string{"base", "openstack-common", "openstack", "compute", "ceph"}, []string{"coredns"}},
-	} {
-		got := criticalChain(cat, plan(tc.cached...))
-		var names []string
-		for n := range got {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		want := append([]string(nil), tc.want...)
-		sort.Strings(want)
-		if !reflect.DeepEqual(names, want) {
-			t.Errorf("%s: criticalChain() = %v, want %v", tc.name, names, want)
-		}
-	}
-	everything := plan()
-	for i := range everything {
-		everything[i].cached = true
-	}
-	if got := criticalChain(cat, everything); len(got) != 0 {
-		t.Errorf("criticalChain(all cached) = %v, want nothing", got)
-	}
-	s := &session{critical: map[string]bool{"openstack": true}}
-	if c := s.command(context.Background(), "openstack", "chroot", "/r"); filepath.Base(c.Path) != "chroot" {
-		t.Errorf("critical build runs %v, want chroot itself", c.Args)
-	}
-	if c := s.command(context.Background(), "ceph", "chroot", "/r"); filepath.Base(c.Path) != "nice" || !reflect.DeepEqual(c.Args[1:], []string{"-n", "10", "chroot", "/r"}) {
-		t.Errorf("background build runs %v, want nice -n 10 chroot /r", c.Args)
 	}
 }

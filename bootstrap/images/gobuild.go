@@ -43,7 +43,7 @@ func goVersion(ctx context.Context) (string, error) {
 // buildGo builds a static binary with `go install module@version` (its own
 // module, so osd's go.mod is not involved; CGO_ENABLED=0, -trimpath, no
 // symbols) and packs it with the recipe's files.
-func (b *Builder) buildGo(ctx context.Context, sess *session, r Recipe, clock *stepClock) (v1.Image, error) {
+func (b *Builder) buildGo(ctx context.Context, r Recipe, clock *stepClock) (v1.Image, error) {
 	tool, err := goTool()
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (b *Builder) buildGo(ctx context.Context, sess *session, r Recipe, clock *s
 		pkg = r.Go.Module
 	}
 	b.emit(Event{Image: r.Name, Step: "go-build", Message: "go install " + pkg + "@" + r.Go.Version})
-	cmd := sess.command(ctx, r.Name, tool, "install", "-trimpath", "-ldflags=-s -w -buildid=", pkg+"@"+r.Go.Version)
+	cmd := exec.CommandContext(ctx, tool, "install", "-trimpath", "-ldflags=-s -w -buildid=", pkg+"@"+r.Go.Version)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "GOBIN="+work, "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=", "GOTOOLCHAIN=local", "GOWORK=off")
 	var out bytes.Buffer

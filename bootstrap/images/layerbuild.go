@@ -20,7 +20,6 @@ import (
 // is then exactly what this image adds: its layer.
 type layerBuild struct {
 	b       *Builder
-	sess    *session // its commands run at the session's priority for the image
 	ch      []Recipe // the recipes below, then this image's
 	work    string
 	debs    string // this build's .debs (hard links into the shared cache)
@@ -48,7 +47,7 @@ func (lb *layerBuild) tree() string {
 
 // root builds a root image with mmdebstrap.
 func (lb *layerBuild) root(ctx context.Context) error {
-	return lb.b.mmdebstrap(ctx, lb.sess, lb.recipe(), lb.work, lb.rootfs(), lb.debs, lb.total)
+	return lb.b.mmdebstrap(ctx, lb.recipe(), lb.work, lb.rootfs(), lb.debs, lb.total)
 }
 
 // onBase installs the recipe's packages in a chroot of an overlay of the kept trees of
@@ -105,7 +104,7 @@ func (lb *layerBuild) onBase(ctx context.Context) error {
 	}
 	// apt runs dpkg, and so the maintainer scripts, with DPkg::Path for PATH.
 	args = append(args[:2], append([]string{"-o", "DPkg::Path=" + path}, args[2:]...)...)
-	cmd := lb.sess.command(ctx, r.Name, "chroot", args...)
+	cmd := exec.CommandContext(ctx, "chroot", args...)
 	cmd.Env = append([]string{"PATH=" + path}, env...)
 	if err := lb.b.runLogged(r.Name, lb.total, cmd); err != nil {
 		return fmt.Errorf("apt-get install: %w", err)
@@ -114,9 +113,7 @@ func (lb *layerBuild) onBase(ctx context.Context) error {
 		return nil
 	}
 	lb.b.emit(Event{Image: r.Name, Step: "install", Packages: lb.total, Total: lb.total, Message: "byte-compiling Python modules"})
-	n, err := runPyCompile(ctx, root, append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...), func(args ...string) *exec.Cmd {
-		return lb.sess.command(ctx, r.Name, "chroot", args...)
-	})
+	n, err := runPyCompile(ctx, root, append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...))
 	lb.b.logger().Debug("py3compile", "image", r.Name, "calls", n)
 	return err
 }

@@ -48,7 +48,7 @@ func MmdebstrapArgs(r Recipe, sources []AptSource, rootfs, debCache, essentialHo
 
 // mmdebstrap builds the root of an image without a base into rootfs, installing the
 // .debs of debs (a directory of this build's own) and downloading what it lacks there.
-func (b *Builder) mmdebstrap(ctx context.Context, sess *session, r Recipe, work, rootfs, debs string, total int) error {
+func (b *Builder) mmdebstrap(ctx context.Context, r Recipe, work, rootfs, debs string, total int) error {
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		return fmt.Errorf("mmdebstrap not found (install the mmdebstrap package): %w", err)
 	}
@@ -70,7 +70,7 @@ func (b *Builder) mmdebstrap(ctx context.Context, sess *session, r Recipe, work,
 	}
 	args := MmdebstrapArgs(r, srcs, rootfs, debs, ess, cus)
 	b.emit(Event{Image: r.Name, Step: "install", Total: total, Message: "mmdebstrap " + r.Suite})
-	cmd := sess.command(ctx, r.Name, "mmdebstrap", args...)
+	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "DEBIAN_FRONTEND=noninteractive")
 	if err := b.runLogged(r.Name, total, cmd); err != nil {
 		return fmt.Errorf("mmdebstrap: %w", err)

@@ -66,10 +66,10 @@ func installPyCompileShim(root string) (string, error) {
 	return "/" + pyCompileDir + "/bin", nil
 }
 
-// runPyCompile runs the recorded py3compile calls in a chroot of root (commands made
-// by chroot, given chroot's arguments), up to the number of cores at once; it returns
-// how many calls ran. No record (no Python package installed) is nothing to do.
-func runPyCompile(ctx context.Context, root string, env []string, chroot func(args ...string) *exec.Cmd) (int, error) {
+// runPyCompile runs the recorded py3compile calls in a chroot of root, up to the
+// number of cores at once; it returns how many calls ran. No record (no Python
+// package installed) is nothing to do.
+func runPyCompile(ctx context.Context, root string, env []string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(root, pyCompileDir, "py3compile.calls"))
 	if os.IsNotExist(err) {
 		return 0, nil
@@ -91,7 +91,7 @@ func runPyCompile(ctx context.Context, root string, env []string, chroot func(ar
 		go func() {
 			defer wg.Done()
 			for args := range jobs {
-				cmd := chroot(append([]string{root, "/usr/bin/py3compile"}, args...)...)
+				cmd := exec.CommandContext(ctx, "chroot", append([]string{root, "/usr/bin/py3compile"}, args...)...)
 				cmd.Env = env
 				if out, err := cmd.CombinedOutput(); err != nil {
 					mu.Lock()

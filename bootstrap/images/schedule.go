@@ -3,10 +3,8 @@ package images
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"runtime"
 	"sort"
-	"strconv"
 	"sync"
 )
 
@@ -18,9 +16,6 @@ type session struct {
 	mu      sync.Mutex
 	flights map[string]*flight
 	fetched map[string]*flight // recipe -> its .debs are in the shared cache
-	// critical is the chain BuildAll builds at the normal CPU priority (the others under
-	// nice); nil: everything at the normal priority.
-	critical map[string]bool
 }
 
 type flight struct {
@@ -151,7 +146,6 @@ func (b *Builder) BuildAll(ctx context.Context, names ...string) ([]Result, erro
 		}
 	})
 	sess := newSession(b)
-	sess.critical = criticalChain(catalog, plan)
 	order := buildOrder(plan)
 	sess.prefetch(ctx, order)
 	results, err := sess.run(ctx, order, b.parallel())
@@ -276,45 +270,4 @@ func inPlan(order []planned, name string) bool {
 		}
 	}
 	return false
-}
-
-// criticalChain is the chain of the largest image to build (most packages, its bases
-// included; a Go build counts as size says): the longest path of the build, whose
-// builds run at the normal CPU priority while the others yield to them (pure). Cached
-// images are not built and take no part.
-func criticalChain(catalog []Recipe, ps []planned) map[string]bool {
-	var top *planned
-	for i := range ps {
-		p := &ps[i]
-		if p.cached {
-			continue
-		}
-		if top == nil || size(*p) > size(*top) || size(*p) == size(*top) && p.ordinal < top.ordinal {
-			top = p
-		}
-	}
-	out := map[string]bool{}
-	if top == nil {
-		return out
-	}
-	ch, err := chain(catalog, top.r)
-	if err != nil {
-		out[top.r.Name] = true
-		return out
-	}
-	for _, r := range ch {
-		out[r.Name] = true
-	}
-	return out
-}
-
-// backgroundNice is the niceness of the builds off the critical chain.
-const backgroundNice = 10
-
-// command is exec.CommandContext, under nice(1) for a build off the critical chain.
-func (s *session) command(ctx context.Context, image, name string, args ...string) *exec.Cmd {
-	if s == nil || s.critical == nil || s.critical[image] {
-		return exec.CommandContext(ctx, name, args...)
-	}
-	return exec.CommandContext(ctx, "nice", append([]string{"-n", strconv.Itoa(backgroundNice), name}, args...)...)
 }
