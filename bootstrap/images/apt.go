@@ -124,8 +124,10 @@ func (a AptDir) updateIfStale(ctx context.Context, conf string) (bool, error) {
 func (a AptDir) aptGet(ctx context.Context, conf, workdir string, args ...string) ([]byte, error) {
 	// apt's binary package caches are named on the command line: a host's apt.conf.d
 	// (read after APT_CONFIG) may turn them off, as container images' docker-clean does,
-	// and then every call parses the whole lists again (seconds each).
-	opts := []string{"-q", "-o", "Dir::Cache::pkgcache=pkgcache.bin", "-o", "Dir::Cache::srcpkgcache=srcpkgcache.bin"}
+	// and then every call parses the whole lists again (seconds each). So is the archive
+	// directory, which stays empty: --print-uris leaves out what it holds.
+	opts := []string{"-q", "-o", "Dir::Cache::pkgcache=pkgcache.bin", "-o", "Dir::Cache::srcpkgcache=srcpkgcache.bin",
+		"-o", "Dir::Cache::archives=" + filepath.Join(a.Dir, "cache", "archives") + "/"}
 	cmd := exec.CommandContext(ctx, "apt-get", append(opts, args...)...)
 	cmd.Env = append(os.Environ(), "APT_CONFIG="+conf, "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive")
 	cmd.Dir = workdir
