@@ -222,7 +222,8 @@ func TestParseAptURIs(t *testing.T) {
 	if l := versionLines(want); l != "gcc-12-base=12.2.0-14+deb12u1\nlibaudit-common=1:3.0.9-1\ntzdata=2026f-0+deb12u1" {
 		t.Errorf("versionLines() = %q", l)
 	}
-	for _, bad := range []string{"'http://m/x.deb' x_1.0.deb 1 SHA256:00", "'http://m/x.deb' x_1%zz_all.deb 1 SHA256:00", "'http://m/x.deb' _1.0_all.deb 1 SHA256:00"} {
+	for _, bad := range []string{"'http://m/x.deb' x_1.0.deb 1 SHA256:00", "'http://m/x.deb' x_1%zz_all.deb 1 SHA256:00", "'http://m/x.deb' _1.0_all.deb 1 SHA256:00",
+		"'http://m/x.deb' x_1%2f..%2f..%2fetc_all.deb 1 SHA256:00", "'http://m/x.deb' x_1%20a_all.deb 1 SHA256:00", "'http://m/x.deb' X_1.0_all.deb 1 SHA256:00"} {
 		if v, err := ParseAptURIs(bad); err == nil {
 			t.Errorf("ParseAptURIs(%q) = %v, want an error", bad, v)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -30,6 +31,12 @@ func baseSet(variant string) []string {
 	}
 }
 
+// debName and debVersion are what Debian policy allows in a package name and version.
+var (
+	debName    = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]+$`)
+	debVersion = regexp.MustCompile(`^([0-9]+:)?[0-9A-Za-z][0-9A-Za-z.+~-]*$`)
+)
+
 // ParseAptURIs reads `apt-get install --print-uris` output (lines "'URI' FILE SIZE
 // HASH", the hash missing for some archives, FILE being name_version_arch.deb with
 // ":" escaped as %3a) into name -> version.
@@ -48,6 +55,11 @@ func ParseAptURIs(out string) (map[string]string, error) {
 		v, err := url.PathUnescape(parts[1])
 		if err != nil {
 			return nil, fmt.Errorf("apt-get --print-uris: file name %q: %w", f[1], err)
+		}
+		// Names and versions go into file names and apt-get's arguments: only what
+		// Debian allows in them (no "/", no spaces) is taken.
+		if !debName.MatchString(parts[0]) || !debVersion.MatchString(v) {
+			return nil, fmt.Errorf("apt-get --print-uris: %q is not a Debian package name and version", f[1])
 		}
 		vers[parts[0]] = v
 	}
