@@ -56,16 +56,26 @@ def password_auth(user, user_domain, password, project=None, project_domain=None
 
 
 def admin_token():
+    """An admin token Keystone honours. While keystone-manage bootstrap still runs (the
+    Jobs start side by side with Keystone's), the first token issued can be refused for a
+    few seconds (403 on GET /domains: the admin's grants not yet seen by every Keystone
+    cache): the token is tried on the first call every mode makes and asked again until
+    it passes, instead of failing the Job's pod (a retry re-runs its earlier steps)."""
     deadline, last = time.time() + 300, ""
     while time.time() < deadline:
         code, doc, headers = password_auth(env("OS_USERNAME", "admin"), env("OS_USER_DOMAIN_NAME", "Default"),
                                            env("OS_PASSWORD", ""), env("OS_PROJECT_NAME", "admin"),
                                            env("OS_PROJECT_DOMAIN_NAME", "Default"))
         if code == 201:
-            return headers["X-Subject-Token"]
-        last = "%s %s" % (code or "no answer", doc.get("error"))
+            token = headers["X-Subject-Token"]
+            code, doc, _ = request("GET", "/domains?name=Default", token=token)
+            if code == 200:
+                return token
+            last = "a new admin token is refused: GET /domains: %s %s" % (code or "no answer", doc.get("error"))
+        else:
+            last = "%s %s" % (code or "no answer", doc.get("error"))
         time.sleep(2)
-    sys.exit("keystone at %s does not issue tokens: %s" % (AUTH, last))
+    sys.exit("keystone at %s does not issue an admin token it honours: %s" % (AUTH, last))
 
 
 TOKEN = None
