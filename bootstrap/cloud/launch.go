@@ -35,7 +35,8 @@ type Launcher struct {
 	KeyFile, KnownHosts string
 	// ActiveTimeout and PingTimeout bound the waits (defaults 5 min and 3 min: TCG is slow).
 	ActiveTimeout, PingTimeout time.Duration
-	// Poll is the pause between status checks and pings (default 2 s).
+	// Poll is the pause between status checks, and the least time from one ping to the
+	// next (default 1 s: a ping that waited out its own 1 s timeout is sent again at once).
 	Poll time.Duration
 	// MetadataTimeout bounds the wait, once the server answers ping, for the guest's
 	// report of the metadata service on its console (default 90 s), and SSHTimeout the
@@ -45,7 +46,7 @@ type Launcher struct {
 
 func (l Launcher) poll() time.Duration {
 	if l.Poll == 0 {
-		return 2 * time.Second
+		return time.Second
 	}
 	return l.Poll
 }
@@ -124,6 +125,7 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 	}
 	deadline := time.Now().Add(pingTimeout)
 	for {
+		sent := time.Now()
 		if err := l.Probe.Ping(ctx, res.FloatingIP); err == nil {
 			res.Reachable = true
 			res.PingIn = time.Since(start).Round(100 * time.Millisecond).String()
@@ -139,7 +141,7 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(l.poll()):
+		case <-time.After(l.poll() - time.Since(sent)):
 		}
 	}
 	res.Diagnosis = l.diagnose(context.WithoutCancel(ctx), srv.ID, port.ID, res.FloatingIP)
