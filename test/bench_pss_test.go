@@ -66,18 +66,39 @@ func stackGroup(n *node, pid int, workloads map[string]string) string {
 }
 
 // pssKiB is a process's proportional set size.
-func pssKiB(pid int) int {
+func pssKiB(pid int) int { return smapsRollupKiB(pid, "Pss:") }
+
+// smapsRollupKiB is one field of a process's smaps_rollup ("Pss:", "Pss_File:"), in KiB.
+func smapsRollupKiB(pid int, field string) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "Pss:" {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field {
 			v, _ := strconv.Atoi(f[1])
 			return v
 		}
 	}
 	return 0
+}
+
+// stackPssFileKiB is the part of the stack's PSS that is file-backed (executables and
+// libraries in the page cache: clean, reclaimable, and sized by how the host's kernel
+// maps the page cache, e.g. whole 2 MiB folios of the osd binary on kernels with large
+// folios), to tell it from what the stack allocates.
+func stackPssFileKiB(n *node) int {
+	workloads := podWorkloads(n)
+	total := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || stackGroup(n, pid, workloads) == "" {
+			continue
+		}
+		total += smapsRollupKiB(pid, "Pss_File:")
+	}
+	return total
 }
 
 // podWorkloads maps every pod's UID to its workload's name, namespace/name: the
