@@ -59,11 +59,15 @@ func BenchmarkOpenStack(b *testing.B) {
 	reportProfile(b, st.Profile)
 	b.ReportMetric(total.Seconds(), "s-init-total")
 	t1 := time.Now()
-	if out, err := n.osd("init"); err != nil {
+	out, err = n.osd("init")
+	if err != nil {
 		b.Fatalf("osd init (no-op): %v\n%s", err, out)
 	}
 	noop := time.Since(t1)
 	b.ReportMetric(noop.Seconds(), "s-init-noop")
+	if noop > 5*time.Second {
+		fmt.Printf("openstack: the no-op osd init took %s; what it waited for:\n%s\n", noop.Round(time.Millisecond), out)
+	}
 
 	time.Sleep(30 * time.Second) // idle
 	groups := pssGroups(n)

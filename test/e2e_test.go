@@ -172,6 +172,9 @@ func auditRerun(t *testing.T, n *node) {
 		t.Errorf("re-run changed something:\n%s", out)
 	}
 	t.Logf("no-op osd init on the converged cloud took %s", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Logf("what the slow no-op waited for:\n%s", out)
+	}
 }
 
 func revisions(dep deploy.DeploymentStatus) string {
