@@ -57,10 +57,10 @@ def password_auth(user, user_domain, password, project=None, project_domain=None
 
 def admin_token():
     """An admin token Keystone honours. While keystone-manage bootstrap still runs (the
-    Jobs start side by side with Keystone's), the first token issued can be refused for a
-    few seconds (403 on GET /domains: the admin's grants not yet seen by every Keystone
-    cache): the token is tried on the first call every mode makes and asked again until
-    it passes, instead of failing the Job's pod (a retry re-runs its earlier steps)."""
+    Jobs start side by side with Keystone's), a token issued right after the admin's role
+    grant was refused (403 on GET /domains, the lookup both modes start with): the new
+    token is tried with that lookup and asked again until it passes, instead of failing
+    the Job's pod (whose retry re-runs the earlier steps)."""
     deadline, last = time.time() + 300, ""
     while time.time() < deadline:
         code, doc, headers = password_auth(env("OS_USERNAME", "admin"), env("OS_USER_DOMAIN_NAME", "Default"),
