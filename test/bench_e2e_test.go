@@ -70,13 +70,12 @@ func BenchmarkOpenStack(b *testing.B) {
 	}
 
 	time.Sleep(30 * time.Second) // idle
-	groups := pssGroups(n)
+	groups, file := stackPSS(n)
 	table, pss := pssTable(groups)
 	b.ReportMetric(float64(pss)/1024, "MiB-stack-pss")
 	for g, v := range groups {
 		b.ReportMetric(float64(v)/1024, "MiB-pss-"+g)
 	}
-	file := stackPssFileKiB(n)
 	b.ReportMetric(float64(file)/1024, "MiB-stack-pss-file")
 	fmt.Printf("openstack: idle PSS by part of the stack (%d MiB, of which %d MiB file-backed):\n%s", pss/1024, file/1024, table)
 

@@ -19,8 +19,17 @@ var podUIDPattern = regexp.MustCompile(`/pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a
 // belongs to: a pod's workload (namespace/name without the generated suffixes), the
 // daemon (with the embedded k3s), containerd, the shims, Open vSwitch, libvirt.
 func pssGroups(n *node) map[string]int {
+	groups, _ := stackPSS(n)
+	return groups
+}
+
+// stackPSS is pssGroups and, read in the same pass, the file-backed part of the total
+// (executables and libraries in the page cache: clean, reclaimable, and sized by how the
+// host's kernel maps the page cache, e.g. whole 2 MiB folios of the osd binary on kernels
+// with large folios), to tell it from what the stack allocates.
+func stackPSS(n *node) (groups map[string]int, fileKiB int) {
 	workloads := podWorkloads(n)
-	out := map[string]int{}
+	groups = map[string]int{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -31,9 +40,10 @@ func pssGroups(n *node) map[string]int {
 		if group == "" {
 			continue
 		}
-		out[group] += pssKiB(pid)
+		groups[group] += pssKiB(pid)
+		fileKiB += smapsRollupKiB(pid, "Pss_File:")
 	}
-	return out
+	return groups, fileKiB
 }
 
 // stackGroup says which part of the stack pid belongs to ("" when none).
@@ -81,24 +91,6 @@ func smapsRollupKiB(pid int, field string) int {
 		}
 	}
 	return 0
-}
-
-// stackPssFileKiB is the part of the stack's PSS that is file-backed (executables and
-// libraries in the page cache: clean, reclaimable, and sized by how the host's kernel
-// maps the page cache, e.g. whole 2 MiB folios of the osd binary on kernels with large
-// folios), to tell it from what the stack allocates.
-func stackPssFileKiB(n *node) int {
-	workloads := podWorkloads(n)
-	total := 0
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || stackGroup(n, pid, workloads) == "" {
-			continue
-		}
-		total += smapsRollupKiB(pid, "Pss_File:")
-	}
-	return total
 }
 
 // podWorkloads maps every pod's UID to its workload's name, namespace/name: the
