@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/osdcloud/osd/daemon"
+	"github.com/osdcloud/osd/daemon/k3s"
 )
 
 func newDaemonCmd(g *globals) *cobra.Command {
@@ -65,12 +66,9 @@ func newDaemonCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// tuneGC makes the daemon's garbage collector run at half the usual heap growth unless
-// GOGC says otherwise: the process holds the whole embedded Kubernetes (API server,
-// controllers, kubelet), whose idle heap is ~400 MiB of the node's memory with Go's
-// default of 100; the collector's extra CPU is small once the node is idle.
+// tuneGC sets the daemon's garbage collector to k3s.GCPercent unless GOGC says otherwise.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
+		debug.SetGCPercent(k3s.GCPercent)
 	}
 }
