@@ -1,4 +1,4 @@
-# neutron-server with ML2/OVN in three processes instead of five.
+# neutron-server with ML2/OVN in two processes instead of five.
 #
 # Usage: python3 -c <this program> --config-file /etc/neutron/neutron.conf --config-file ...
 #
@@ -11,6 +11,15 @@
 # parent 53).
 #
 # Here, as Debian's neutron-server otherwise:
+#  - the API in the parent's process (api_workers 0), started after the MaintenanceWorker
+#    is forked: Neutron with api_workers 0 starts the API first, and ML2/OVN then never
+#    connects it to the OVN databases (it does that on the AFTER_INIT event, which
+#    Neutron's workers send only in a forked child), so every write that reached OVN hung
+#    ("HashRing is empty"). Here the API sends that event itself, after the fork, so the
+#    MaintenanceWorker is not forked from a process holding OVN connections and their
+#    threads. A MaintenanceWorker that ends is not forked again from this process (it
+#    would be, from one holding those connections): the server ends and the kubelet
+#    restarts it.
 #  - no RPC worker: its consumers (q-plugin, q-reports-plugin, q-server-resource-versions)
 #    serve Neutron's own agents (OVS, DHCP, L3), which an ML2/OVN cloud does not run; the
 #    OVN metadata agent reports through the OVN southbound database, not RPC. It also held
@@ -18,6 +27,8 @@
 #    every OVN event. It is kept when ML2 has a mechanism driver other than ovn.
 #  - the in-thread workers run as green threads of the MaintenanceWorker's process (the
 #    worker that owns ML2/OVN's periodic repairs) instead of a process of their own.
+import logging as python_logging
+import os
 import sys
 
 # Neutron names things after the program (iptables_manager's chain prefix, read from
@@ -31,8 +42,13 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_service import service as oslo_service
 
+from neutron_lib.callbacks import events
+from neutron_lib.callbacks import registry
+from neutron_lib.callbacks import resources
+
 from neutron.plugins.ml2.drivers.ovn.mech_driver.ovsdb import worker as ovn_worker
 from neutron import service
+from neutron import wsgi
 
 LOG = logging.getLogger("neutron-server")
 
@@ -86,6 +102,54 @@ class MaintenanceWithThreadWorkers(object):
         cls.start, cls.stop, cls.wait = start_all, stop_all, wait_all
 
 
+def api_after_the_fork():
+    """Starts an in-process API (api_workers 0) once the plugins' workers are forked.
+
+    Neutron starts the API in wsgi.Server._launch when its NeutronApiService starts, before
+    start_all_workers forks the workers; here _launch is put off until start_all_workers has
+    forked them, then the API sends the AFTER_INIT event that Neutron sends only in a
+    forked worker (ML2/OVN connects that worker to the OVN databases and adds it to its hash
+    ring then), before it serves, as a forked API worker does.
+    """
+    launch = wsgi.Server._launch
+    start_all_workers = service.start_all_workers
+    waiting = []
+
+    def launch_later(server, application, workers=0, desc=None):
+        if workers >= 1:
+            return launch(server, application, workers, desc)
+        waiting.append((server, application, desc))
+
+    worker_start = wsgi.WorkerService.start
+
+    def start_in_process(worker, desc=None):
+        if worker.worker_process_count < 1:
+            registry.publish(resources.PROCESS, events.AFTER_INIT, worker.start)
+        worker_start(worker, desc)
+
+    def no_second_fork(launcher):
+        def start_child(wrap):
+            LOG.error("a forked worker (%s) ended; neutron-server ends with it (it is "
+                      "not forked again from a process connected to OVN)",
+                      type(wrap.service).__name__)
+            python_logging.shutdown()
+            os._exit(1)
+        launcher._start_child = start_child
+
+    def start_all_then_api(neutron_api=None):
+        launcher = start_all_workers(neutron_api)
+        if waiting and isinstance(launcher, oslo_service.ProcessLauncher):
+            no_second_fork(launcher)
+        while waiting:
+            server, application, desc = waiting.pop(0)
+            launch(server, application, 0, desc)
+        return launcher
+
+    wsgi.Server._launch = launch_later
+    wsgi.WorkerService.start = start_in_process
+    service.start_all_workers = start_all_then_api
+
+
 def main():
     get_rpc_workers = service._get_rpc_workers
     get_plugins_workers = service._get_plugins_workers
@@ -105,6 +169,7 @@ def main():
 
     service._get_rpc_workers = rpc_workers
     service._get_plugins_workers = plugins_workers
+    api_after_the_fork()  # only for api_workers 0: the configuration is not read yet
     server_main()
 
 
