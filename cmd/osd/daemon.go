@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -66,9 +65,6 @@ func newDaemonCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// tuneGC sets the daemon's garbage collector to k3s.GCPercent unless GOGC says otherwise.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(k3s.GCPercent)
-	}
-}
+// tuneGC sets the daemon's garbage collector for an idle daemon (a converge raises it
+// while it runs).
+func tuneGC() { k3s.TuneGC(false) }

@@ -83,6 +83,8 @@ func (s *Service) start(retry bootstrap.Retry) api.Operation {
 	}
 	s.update(func(c *api.InitState) { *c = api.InitState{State: api.ConvergeRunning, Started: time.Now()} })
 	op, _ := s.st.Ops.Start(OperationKind, true, func(ctx context.Context, emit func(string)) (any, error) {
+		k3s.TuneGC(true)
+		defer k3s.TuneGC(false)
 		s.update(func(c *api.InitState) { c.Operation = operations.ID(ctx) })
 		run := strconv.FormatInt(time.Now().UnixNano(), 36)
 		err := s.converge(ctx, run, retry, emit)

@@ -69,14 +69,6 @@ func StartContainerd(ctx context.Context, c Config, self string, log io.Writer, 
 	}
 }
 
-// GCPercent is the garbage collector's heap growth (GOGC) of the daemon and its
-// containerd unless GOGC says otherwise. The daemon holds the whole embedded Kubernetes
-// (API server, controllers, kubelet): with Go's default of 100 its idle heap was ~400 MiB.
-// Measured on an idle all-in-one cloud (2 cores): at 50 the daemon's anonymous memory was
-// 343 MiB and containerd's 50, at 25 277 and 42 MiB, for 1.2 s more of the daemon's CPU a
-// minute (8.0 s against 6.8).
-const GCPercent = 25
-
 // toolEnv is the environment for containerd and the tools: the bin dir first on PATH so
 // osd's own multicall binary is found before any host containerd.
 func toolEnv(c Config) []string {
@@ -88,7 +80,7 @@ func toolEnv(c Config) []string {
 	}
 	env = append(env, "PATH="+c.BinDir()+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	if os.Getenv("GOGC") == "" {
-		env = append(env, "GOGC="+strconv.Itoa(GCPercent)) // containerd's idle heap, as the daemon's
+		env = append(env, "GOGC="+strconv.Itoa(BusyGCPercent)) // set once: containerd imports the images
 	}
 	return env
 }

@@ -1,0 +1,34 @@
+package k3s
+
+import (
+	"os"
+	"runtime/debug"
+)
+
+// The garbage collector's heap growth (GOGC) of the daemon, which holds the whole embedded
+// Kubernetes (API server, controllers, kubelet), and of its containerd, unless GOGC says
+// otherwise. Go's default of 100 left the daemon's idle heap at ~400 MiB.
+//
+// Measured on an idle all-in-one cloud (2 cores): at 50 the daemon's anonymous memory was
+// 343 MiB, at 25 277 MiB, for 1.2 s more of its CPU a minute (8.0 s against 6.8). While a
+// converge runs, the collector's CPU is taken from the deployment on a small host: with
+// containerd at 25 as well the openstack image's import took 52 s instead of 42 s (two
+// warm benchmark runs), so containerd, whose environment is set once, stays at 50, and
+// the daemon runs at 50 while it converges and at 25 when idle.
+const (
+	IdleGCPercent = 25
+	BusyGCPercent = 50
+)
+
+// TuneGC sets the daemon's collector for busy (a converge running) or idle, unless the
+// GOGC environment variable set it.
+func TuneGC(busy bool) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	if busy {
+		debug.SetGCPercent(BusyGCPercent)
+	} else {
+		debug.SetGCPercent(IdleGCPercent)
+	}
+}
