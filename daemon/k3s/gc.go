@@ -21,14 +21,18 @@ const (
 )
 
 // TuneGC sets the daemon's collector for busy (a converge running) or idle, unless the
-// GOGC environment variable set it.
+// GOGC environment variable set it. Going idle, it also collects at once and gives the
+// freed memory back to the kernel: the heap grown at 50 during the converge would otherwise
+// be returned over minutes (the daemon measured 419 MiB of PSS right after a converge,
+// against 392-396 MiB with 25 throughout).
 func TuneGC(busy bool) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
 	if busy {
 		debug.SetGCPercent(BusyGCPercent)
-	} else {
-		debug.SetGCPercent(IdleGCPercent)
+		return
 	}
+	debug.SetGCPercent(IdleGCPercent)
+	debug.FreeOSMemory()
 }
