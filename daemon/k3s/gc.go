@@ -10,11 +10,12 @@ import (
 // otherwise. Go's default of 100 left the daemon's idle heap at ~400 MiB.
 //
 // Measured on an idle all-in-one cloud (2 cores): at 50 the daemon's anonymous memory was
-// 343 MiB, at 25 277 MiB, for 1.2 s more of its CPU a minute (8.0 s against 6.8). While a
-// converge runs, the collector's CPU is taken from the deployment on a small host: with
-// containerd at 25 as well the openstack image's import took 52 s instead of 42 s (two
-// warm benchmark runs), so containerd, whose environment is set once, stays at 50, and
-// the daemon runs at 50 while it converges and at 25 when idle.
+// 343 MiB, at 25 277 MiB, for 1.2 s more of its CPU a minute (8.0 s against 6.8). During a
+// converge the collector's CPU would be taken from the deployment on a small host, so the
+// daemon runs at 50 while it converges and at 25 when idle (warm `osd init` took 3m39s-3m43s
+// either way, within the run-to-run spread). containerd, whose environment is set once,
+// stays at 50: at 25 it held 6 MiB less; whether that slowed its image imports could not be
+// told (the openstack image's took 35-56 s between runs at either setting).
 const (
 	IdleGCPercent = 25
 	BusyGCPercent = 50
