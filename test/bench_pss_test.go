@@ -40,8 +40,9 @@ func stackPSS(n *node) (groups map[string]int, fileKiB int) {
 		if group == "" {
 			continue
 		}
-		groups[group] += pssKiB(pid)
-		fileKiB += smapsRollupKiB(pid, "Pss_File:")
+		f := smapsRollupKiB(pid, "Pss:", "Pss_File:")
+		groups[group] += f[0]
+		fileKiB += f[1]
 	}
 	return groups, fileKiB
 }
@@ -75,22 +76,26 @@ func stackGroup(n *node, pid int, workloads map[string]string) string {
 	return ""
 }
 
-// pssKiB is a process's proportional set size.
-func pssKiB(pid int) int { return smapsRollupKiB(pid, "Pss:") }
-
-// smapsRollupKiB is one field of a process's smaps_rollup ("Pss:", "Pss_File:"), in KiB.
-func smapsRollupKiB(pid int, field string) int {
+// smapsRollupKiB is fields of a process's smaps_rollup ("Pss:", "Pss_File:"), in KiB, in
+// the order asked, from one read (0 for a field it lacks or a process gone).
+func smapsRollupKiB(pid int, fields ...string) []int {
+	out := make([]int, len(fields))
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
-		return 0
+		return out
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == field {
-			v, _ := strconv.Atoi(f[1])
-			return v
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		for i, want := range fields {
+			if f[0] == want {
+				out[i], _ = strconv.Atoi(f[1])
+			}
 		}
 	}
-	return 0
+	return out
 }
 
 // podWorkloads maps every pod's UID to its workload's name, namespace/name: the
