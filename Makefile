@@ -57,11 +57,12 @@ print-pkg-version:
 # daemon, k3s, OVS and libvirt. OSD_BIN points the integration tests at the built binary.
 # The package tests install the .deb in a clean Debian root and inspect the snap, and the
 # upgrade checks run its postinst with bin/osd-next: make test builds them first and names
-# them (OSD_DEB, OSD_SNAP, OSD_NEXT_BIN).
+# them (OSD_DEB, OSD_SNAP, OSD_NEXT_BIN). test/failures.sh repeats what failed at the end.
 test: build packages next
 	OSD_E2E=1 OSD_DEB=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.deb OSD_SNAP=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.snap \
 		OSD_NEXT_BIN=$(CURDIR)/bin/osd-next \
-		$(GOTEST) -count=1 -timeout 80m -p 1 ./... 2>&1 | tee test-output.txt; exit $${PIPESTATUS[0]}
+		$(GOTEST) -count=1 -timeout 80m -p 1 ./... 2>&1 | tee test-output.txt; \
+		rc=$${PIPESTATUS[0]}; test/failures.sh test-output.txt; exit $$rc
 
 unit:
 	$(GOTEST) -count=1 -short ./...
@@ -78,7 +79,8 @@ bench: build
 # Its last group upgrades the cloud with the .deb's postinst and bin/osd-next.
 e2e: build deb next
 	OSD_E2E=1 OSD_DEB=$(CURDIR)/$(DIST)/osd_$(PKG_VERSION)_amd64.deb OSD_NEXT_BIN=$(CURDIR)/bin/osd-next \
-		$(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E' ./test/ 2>&1 | tee e2e-output.txt; exit $${PIPESTATUS[0]}
+		$(GOTEST) -count=1 -timeout 90m -v -run 'TestOpenStackE2E' ./test/ 2>&1 | tee e2e-output.txt; \
+		rc=$${PIPESTATUS[0]}; test/failures.sh e2e-output.txt; exit $$rc
 
 # The upgrade from the previous release's package (TestPackageUpgrade): the .deb built from
 # OSD_UPGRADE_FROM (default HEAD~1) in a git worktree is installed on this host and brings a
