@@ -407,6 +407,14 @@ func TestNovaComputeDaemonSet(t *testing.T) {
 		t.Errorf("instances_path %q connection_uri %q, want /var/lib/nova/instances, qemu:///system", conf["DEFAULT"]["instances_path"], conf["libvirt"]["connection_uri"])
 	}
 
+	// nova-compute is root: its privsep daemons start without sudo and nova-rootwrap,
+	// privsep-helper reading the same nova.conf.
+	for _, section := range []string{"nova_sys_admin", "vif_plug_ovs_privileged", "privsep_osbrick"} {
+		if got := conf[section]["helper_command"]; got != "privsep-helper --config-file /etc/nova/nova.conf" {
+			t.Errorf("compute nova.conf [%s] helper_command = %q, want privsep-helper --config-file /etc/nova/nova.conf", section, got)
+		}
+	}
+
 	// host and my_ip come from the downward API through config-render.
 	render := containerByName(pod.InitContainers, "config-render")
 	for name, field := range map[string]string{"MY_IP": "status.hostIP", "NODE_NAME": "spec.nodeName"} {

@@ -225,6 +225,13 @@ func TestNeutronChart(t *testing.T) {
 	if md := typed["Secret/neutron-config"].(*corev1.Secret).StringData["metadata_agent.ini"]; !strings.Contains(md, "metadata_workers = 0\n") || !strings.Contains(md, "use_helper_for_ns_read = false\n") {
 		t.Errorf("metadata_agent.ini = %q, want metadata_workers = 0 (the proxy in the agent's process) and use_helper_for_ns_read = false", md)
 	}
+	// The agent is root: its privsep daemons start without sudo and neutron-rootwrap, each
+	// privsep-helper reading the agent's configuration files.
+	if md := typed["Secret/neutron-config"].(*corev1.Secret).StringData["metadata_agent.ini"]; strings.Count(md,
+		"helper_command = privsep-helper --config-file /etc/neutron/neutron.conf --config-file /etc/neutron/neutron_ovn_metadata_agent.ini\n") != 3 ||
+		!strings.Contains(md, "[privsep]\n") || !strings.Contains(md, "[privsep_namespace]\n") || !strings.Contains(md, "[privsep_link]\n") {
+		t.Errorf("metadata_agent.ini = %q, want helper_command privsep-helper with the agent's files in [privsep], [privsep_namespace] and [privsep_link]", md)
+	}
 	var netns *corev1.VolumeMount
 	for i, m := range pod.Containers[0].VolumeMounts {
 		if m.Name == "netns" {
