@@ -240,9 +240,9 @@ func TestNovaDeployments(t *testing.T) {
 		program []string // python3 -c: what the program (command[2], left "" in command) says
 	}{
 		// api (osapi_compute and metadata), conductor and scheduler in one process, the noVNC
-		// proxy forked from it (files/nova-server.py).
+		// proxy started by it on a console connection (files/nova-server.py).
 		{name: "nova-server", command: []string{"/usr/bin/python3", "-c", "", "api,conductor,scheduler,novncproxy", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{8774, 8775, 6080}, probe: "GET /:8774",
-			program: []string{"import nova.cmd.api", "oslo_service.ServiceLauncher(CONF", `binary="nova-conductor"`, `binary="nova-scheduler"`, "service.WSGIService(api", "novncproxy.main()", "os.fork()"}},
+			program: []string{"import nova.cmd.api", "oslo_service.ServiceLauncher(CONF", `binary="nova-conductor"`, `binary="nova-scheduler"`, "service.WSGIService(api", "novncproxy.main()", "listen_fd=fd, idle_timeout=NOVNC_IDLE_EXIT", "pass_fds=[sock.fileno()]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,11 +12,16 @@
 # metadata on 8775) and the conductor and scheduler RPC services under their usual names.
 #
 # nova-novncproxy is a process of its own (websockify's server loop forks a child per
-# console connection, which must not carry the RPC services' green threads and sockets):
-# forked from this one before anything connects or starts, with Nova imported already,
-# so that the two share those pages instead of each holding its own copy (alone it idles
-# at ~125 MiB of PSS). The proxy dies with this process; this one exits when the proxy
-# does, and the kubelet restarts the pod.
+# console connection, which must not carry the RPC services' green threads and sockets),
+# started when it is needed: this process listens on the proxy's port, and when a console
+# connection waits on it, it starts the packaged proxy (a new interpreter running this
+# program's "novncproxy-on-demand") with that listening socket, which accepts the waiting
+# connection and serves until it has had no connection for NOVNC_IDLE_EXIT seconds, then
+# exits (status 0) and this process waits again. A cloud whose consoles nobody opens holds
+# no proxy (alone, or forked from here, it idles at 90-125 MiB of PSS); the first console
+# after a quiet time waits for the proxy's start (a few seconds). The proxy dies with this
+# process; this one exits when the proxy fails (any other status), and the kubelet
+# restarts the pod.
 import sys
 
 # nova.cmd patches eventlet in first, as the packaged binaries do; nova.cmd.api registers
@@ -24,12 +29,12 @@ import sys
 import nova.cmd.api  # noqa: F401
 
 import ctypes
-import gc
 import logging as python_logging
 import os
 import signal
 
 import eventlet
+from eventlet.green import subprocess
 from keystoneauth1 import exceptions as ks_exceptions
 from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
@@ -47,6 +52,11 @@ from nova import version
 
 KNOWN = ("api", "conductor", "scheduler", "novncproxy")
 PR_SET_PDEATHSIG = 1
+# The proxy started on demand: the command that runs it, the variables that hand it the
+# listening socket and this process's pid, and how long it serves with no connection.
+ON_DEMAND = "novncproxy-on-demand"
+FD_ENV, PARENT_ENV = "NOVA_SERVER_NOVNC_FD", "NOVA_SERVER_PID"
+NOVNC_IDLE_EXIT = 600
 
 
 def parse_services(arg):
@@ -91,60 +101,91 @@ def start_scheduler(launcher, log):
         os._exit(1)
 
 
-def fork_novncproxy():
-    """Forks nova-novncproxy (Debian's nova.cmd.novncproxy.main) and returns its pid.
+def novncproxy_socket(conf):
+    """Binds and listens on the noVNC proxy's address, as websockify would.
 
-    Called before the configuration is parsed: nothing is connected and no green thread
-    runs yet, so the child starts as the packaged program would, with the same argv.
+    A socket of the unpatched socket module: the proxy inherits it as a blocking socket
+    (a green one is non-blocking, and that flag is shared with the proxy's copy).
     """
-    from nova.cmd import novncproxy
-
-    gc.collect()
-    # The modules' objects stay out of both processes' collections: a collection touches
-    # every object it tracks, which would copy the shared pages.
-    gc.freeze()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 1
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:
-            os._exit(1)
-        sys.argv[0] = "/usr/bin/nova-novncproxy"
-        novncproxy.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-    finally:
-        os._exit(code)
+    real = eventlet.patcher.original("socket")
+    host, port = conf.vnc.novncproxy_host, conf.vnc.novncproxy_port
+    family, kind, proto, _, addr = real.getaddrinfo(host, port, 0, real.SOCK_STREAM, 0, real.AI_PASSIVE)[0]
+    sock = real.socket(family, kind, proto)
+    sock.setsockopt(real.SOL_SOCKET, real.SO_REUSEADDR, 1)
+    sock.bind(addr)
+    sock.listen(100)
+    return sock
 
 
-def watch_novncproxy(pid, log):
-    """Ends this process when the forked nova-novncproxy has ended."""
+def serve_novncproxy(sock, conf_args, log):
+    """Starts nova-novncproxy when a connection waits on sock; again after it exits idle.
+
+    Ends this process when the proxy fails to start or ends with any status but 0 (its
+    idle exit), as the proxy's own Deployment would be restarted by the kubelet.
+    """
+    program = sys.orig_argv[sys.orig_argv.index("-c") + 1]
+    env = dict(os.environ, **{FD_ENV: str(sock.fileno()), PARENT_ENV: str(os.getpid())})
     while True:
+        eventlet.hubs.trampoline(sock.fileno(), read=True)
         try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError as reaped:  # by someone else: gone all the same
-            done, status = pid, reaped.errno
-        if done:
-            log.error("nova-novncproxy (pid %d) ended (wait status %d): nova-server exits", pid, status)
+            proxy = subprocess.Popen([sys.executable, "-c", program, ON_DEMAND] + conf_args,
+                                     pass_fds=[sock.fileno()], env=env)
+        except OSError as e:
+            log.error("nova-novncproxy could not start (%s): nova-server exits", e)
             python_logging.shutdown()
             os._exit(1)
-        eventlet.sleep(1)
+        log.info("nova-novncproxy started (pid %d) for a console connection", proxy.pid)
+        status = proxy.wait()
+        if status != 0:
+            log.error("nova-novncproxy (pid %d) ended with status %d: nova-server exits", proxy.pid, status)
+            python_logging.shutdown()
+            os._exit(1)
+        log.info("nova-novncproxy (pid %d) had no connection for %d s and stopped; it starts "
+                 "again at the next one", proxy.pid, NOVNC_IDLE_EXIT)
+
+
+def run_novncproxy_on_demand():
+    """nova-novncproxy (Debian's nova.cmd.novncproxy.main) on the listening socket it was given.
+
+    Run by serve_novncproxy; exits 0 after NOVNC_IDLE_EXIT seconds with no connection.
+    """
+    try:
+        fd, parent = int(os.environ.pop(FD_ENV)), int(os.environ.pop(PARENT_ENV))
+    except (KeyError, ValueError):
+        sys.exit("nova-server: %s is started by nova-server only" % ON_DEMAND)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        sys.exit(1)
+    import socket
+
+    from nova.cmd import novncproxy
+    from nova.console import websocketproxy
+
+    base = websocketproxy.NovaWebSocketProxy
+
+    class OnDemandProxy(base):
+        def __init__(self, *args, **kwargs):
+            kwargs.update(listen_fd=fd, idle_timeout=NOVNC_IDLE_EXIT)
+            super().__init__(*args, **kwargs)
+
+    websocketproxy.NovaWebSocketProxy = OnDemandProxy
+    # websockify takes a listen_fd as IPv4; the socket itself knows its family.
+    socket.fromfd = lambda f, *_: socket.socket(fileno=os.dup(f))
+    sys.argv[0] = "/usr/bin/nova-novncproxy"
+    novncproxy.main()
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: nova-server SERVICES --config-file FILE")
+    if sys.argv[1] == ON_DEMAND:
+        del sys.argv[1]
+        run_novncproxy_on_demand()
+        return
     names = parse_services(sys.argv.pop(1))
+    conf_args = sys.argv[1:]
     sys.argv[0] = "/usr/bin/nova-server"
     CONF = nova.conf.CONF
-    proxy = fork_novncproxy() if "novncproxy" in names else None
 
     config.parse_args(sys.argv)
     logging.setup(CONF, "nova")
@@ -154,8 +195,8 @@ def main():
     gmr.TextGuruMeditation.setup_autorun(version, conf=CONF)
     log = logging.getLogger("nova-server")
 
-    if proxy is not None:
-        eventlet.spawn_n(watch_novncproxy, proxy, log)
+    if "novncproxy" in names:
+        eventlet.spawn_n(serve_novncproxy, novncproxy_socket(CONF), conf_args, log)
     launcher = oslo_service.ServiceLauncher(CONF, restart_method="mutate")
     if "api" in names:
         if not CONF.enabled_apis:
