@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -691,7 +692,7 @@ func TestHorizonChart(t *testing.T) {
 			"WSGIDaemonProcess horizon processes=1 threads=8 ",
 			"WSGIProcessGroup horizon\n",
 			"WSGIScriptAlias /horizon /usr/share/openstack-dashboard/wsgi.py\n",
-			"WSGIImportScript /usr/share/openstack-dashboard/wsgi.py process-group=horizon application-group=%{GLOBAL}\n",
+			" inactivity-timeout=600\n",
 			"Alias /horizon/static /var/lib/openstack-dashboard/static\n",
 			"RedirectMatch ^/$ /horizon/\n",
 			"WSGISocketPrefix /run/apache2/wsgi\n",
@@ -701,6 +702,9 @@ func TestHorizonChart(t *testing.T) {
 				t.Errorf("apache site lacks %q:\n%s", want, site)
 			}
 		}
+		if strings.Contains(site, "WSGIImportScript") {
+			t.Errorf("apache site preloads Django (WSGIImportScript), which inactivity-timeout would load again at once:\n%s", site)
+		}
 		if ports := horizonFile(t, objs, "ports.conf"); !strings.HasSuffix(ports, "\nListen 8080\n") || strings.Count(ports, "Listen") != 1 {
 			t.Errorf("ports.conf = %q, want only Listen 8080", ports)
 		}
@@ -708,8 +712,18 @@ func TestHorizonChart(t *testing.T) {
 
 	t.Run("deployment", func(t *testing.T) {
 		hhCheckUser(t, "horizon", pod, 905)
-		if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render"}) {
-			t.Errorf("init containers = %v, want [config-render]", names)
+		if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render", "dashboard-check"}) {
+			t.Errorf("init containers = %v, want [config-render dashboard-check]", names)
+		}
+		if check := containerByName(pod.InitContainers, "dashboard-check"); check != nil {
+			if len(check.Command) != 5 || !strings.Contains(check.Command[4], `Client().get("/auth/login/", HTTP_HOST="localhost", SCRIPT_NAME="/horizon")`) {
+				t.Errorf("dashboard-check command = %q, want the login page through Django's test client", check.Command)
+			}
+			for _, path := range []string{"/etc/openstack-dashboard/local_settings.py", "/etc/openstack-dashboard/local_settings.d"} {
+				if hhMount(check, path) == nil {
+					t.Errorf("dashboard-check does not mount %s as the dashboard does", path)
+				}
+			}
 		}
 		c := containerByName(pod.Containers, "horizon")
 		if c == nil || len(pod.Containers) != 1 {
@@ -722,10 +736,7 @@ func TestHorizonChart(t *testing.T) {
 		if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 {
 			t.Errorf("horizon ports = %v, want 8080", c.Ports)
 		}
-		hhCheckProbes(t, c, "/horizon/auth/login/", 8080)
-		if c.StartupProbe.TimeoutSeconds < 10 {
-			t.Errorf("startup probe timeout = %d s, want at least 10 (Django loads in about 5 s)", c.StartupProbe.TimeoutSeconds)
-		}
+		hhCheckProbes(t, c, "/horizon/static/dashboard/img/favicon.ico", 8080)
 		for path, file := range map[string]string{
 			"/etc/openstack-dashboard/local_settings.py":          "local_settings.py",
 			"/etc/apache2/sites-enabled/openstack-dashboard.conf": "openstack-dashboard.conf",
@@ -805,7 +816,7 @@ func TestHorizonOverrides(t *testing.T) {
 		"settings": map[string]any{"WEBROOT": "/dashboard/", "LOGGING": nil},
 	}))
 	c := containerByName(objs.deployments["horizon"].Spec.Template.Spec.Containers, "horizon")
-	hhCheckProbes(t, c, "/dashboard/auth/login/", 8081)
+	hhCheckProbes(t, c, "/dashboard/static/dashboard/img/favicon.ico", 8081)
 	hhCheckNodePort(t, objs.services["horizon"], 8081, 30081, objs.deployments["horizon"].Spec.Selector.MatchLabels)
 	site := horizonFile(t, objs, "openstack-dashboard.conf")
 	for _, want := range []string{"WSGIScriptAlias /dashboard /usr/share/openstack-dashboard/wsgi.py\n", "Alias /dashboard/static ", "RedirectMatch ^/$ /dashboard/\n"} {
@@ -826,7 +837,23 @@ func TestHorizonOverrides(t *testing.T) {
 	if !strings.Contains(site, "WSGIScriptAlias / /usr/share/openstack-dashboard/wsgi.py\n") || strings.Contains(site, "RedirectMatch") {
 		t.Errorf("apache site with WEBROOT / =\n%s\nwant the dashboard at / and no redirect", site)
 	}
-	hhCheckProbes(t, containerByName(root.deployments["horizon"].Spec.Template.Spec.Containers, "horizon"), "/auth/login/", 8080)
+	hhCheckProbes(t, containerByName(root.deployments["horizon"].Spec.Template.Spec.Containers, "horizon"), "/static/dashboard/img/favicon.ico", 8080)
+
+	// Django kept loaded (inactivityTimeout 0): preloaded, probed on the login page, no check.
+	kept, _, _ := hhRender(t, "horizon", hhOverrides("horizon", map[string]any{"apache": map[string]any{"inactivityTimeout": 0}}))
+	site = horizonFile(t, kept, "openstack-dashboard.conf")
+	if !strings.Contains(site, "WSGIImportScript /usr/share/openstack-dashboard/wsgi.py process-group=horizon application-group=%{GLOBAL}\n") || strings.Contains(site, "inactivity-timeout") {
+		t.Errorf("apache site with inactivityTimeout 0 =\n%s\nwant Django preloaded and no inactivity-timeout", site)
+	}
+	kpod := kept.deployments["horizon"].Spec.Template.Spec
+	kc := containerByName(kpod.Containers, "horizon")
+	hhCheckProbes(t, kc, "/horizon/auth/login/", 8080)
+	if kc.StartupProbe.TimeoutSeconds < 10 {
+		t.Errorf("startup probe timeout = %d s, want at least 10 (Django loads in about 5 s)", kc.StartupProbe.TimeoutSeconds)
+	}
+	if names := hhNames(kpod.InitContainers); !reflect.DeepEqual(names, []string{"config-render"}) {
+		t.Errorf("init containers with inactivityTimeout 0 = %v, want [config-render]", names)
+	}
 
 	for _, key := range []string{"lower_case", "1ABC", "A-B", "A B"} {
 		if err := hhRenderError(t, "horizon", hhOverrides("horizon", map[string]any{"settings": map[string]any{key: "x"}})); err == nil || !strings.Contains(err.Error(), "upper-case Python name") {
@@ -1202,17 +1229,27 @@ serve %[1]d $S/keystone.log %[4]s
 	script.WriteString(podFiles(t, hpod, hc, writeFiles(t, work, "horizon", hzfiles), work, done, secrets))
 	probe := hc.ReadinessProbe.HTTPGet
 	base := fmt.Sprintf("http://127.0.0.1:%d", probe.Port.IntValue())
-	login := shq(base + probe.Path)
+	login := shq(base + "/horizon/auth/login/")
+	hcheck := containerByName(hpod.InitContainers, "dashboard-check")
+	if hcheck == nil {
+		t.Fatal("horizon has no dashboard-check init container")
+	}
 	fmt.Fprintf(&script, `t=$(now)
-serve %d $S/horizon.log %s
-result horizon_login $(wait_http %s 90) $(since $t)
-result horizon_root $(curl -m 10 -s -o /dev/null -w '%%{http_code} %%{redirect_url}' %s/)
-curl -m 10 -s -o $S/login.html %s
+as %[1]d $S/dashboard-check.log %[2]s; result horizon_check $? $(since $t)
+t=$(now)
+serve %[1]d $S/horizon.log %[3]s
+result horizon_probe $(wait_http %[4]s 90) $(since $t)
+sleep 1
+result horizon_idle_rss_kib $(rss %[1]d)
+t=$(now)
+result horizon_login $(wait_http %[5]s 90) $(since $t)
+result horizon_root $(curl -m 10 -s -o /dev/null -w '%%{http_code} %%{redirect_url}' %[6]s/)
+curl -m 10 -s -o $S/login.html %[5]s
 css=$(grep -o 'href="[^"]*/static/dashboard/css/output\.[0-9a-f]*\.css"' $S/login.html | head -n1 | sed 's/^href="//; s/"$//')
-result horizon_css ${css:-none} $(curl -m 10 -s -o /dev/null -w '%%{http_code}' %s$css)
-for i in 1 2 3 4 5 6 7 8 9 10; do curl -m 10 -s -o /dev/null %s; done
-result horizon_rss_kib $(rss %d)
-`, *hpod.SecurityContext.RunAsUser, podCommand(t, hc, secrets), login, base, login, base, login, *hpod.SecurityContext.RunAsUser)
+result horizon_css ${css:-none} $(curl -m 10 -s -o /dev/null -w '%%{http_code}' %[6]s$css)
+for i in 1 2 3 4 5 6 7 8 9 10; do curl -m 10 -s -o /dev/null %[5]s; done
+result horizon_rss_kib $(rss %[1]d)
+`, *hpod.SecurityContext.RunAsUser, podCommand(t, hcheck, secrets), podCommand(t, hc, secrets), shq(base+probe.Path), login, base)
 
 	// Heat: db-sync, the APIs and the engine.
 	ht, _, _ := hhRender(t, "heat", hhOverrides("heat", map[string]any{"conf": map[string]any{"heat": map[string]any{
@@ -1366,7 +1403,16 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 			failed = true
 		}
 	}
+	check("horizon_check", 0, "0")
+	check("horizon_probe", 0, "200")
 	check("horizon_login", 0, "200")
+	// Until a request reaches the dashboard, its mod_wsgi process holds no Django.
+	idle, _ := strconv.Atoi(field("horizon_idle_rss_kib", 0))
+	loaded, _ := strconv.Atoi(field("horizon_rss_kib", 0))
+	if idle <= 0 || loaded <= 0 || idle*10 > loaded*6 {
+		t.Errorf("horizon RSS before any dashboard request %d KiB, after %d KiB: want under 60%% (Django loaded before its first request)", idle, loaded)
+		failed = true
+	}
 	check("horizon_root", 0, "302")
 	check("horizon_root", 1, base+"/horizon/")
 	check("horizon_css", 1, "200")
@@ -1452,8 +1498,8 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	if failed {
 		logs()
 	}
-	t.Logf("keystone setup %s s; horizon: login page after %s s, RSS %s KiB (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-server %s KiB; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
-		field("keystone_setup", 0), field("horizon_login", 1), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_rss_kib", 0),
+	t.Logf("keystone setup %s s; horizon: check %s s, login page after %s s, RSS %s KiB before the first request and %s KiB after (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-server %s KiB; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
+		field("keystone_setup", 0), field("horizon_check", 1), field("horizon_login", 1), field("horizon_idle_rss_kib", 0), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_rss_kib", 0),
 		field("step_keystone-register_1", 1), field("step_keystone-register-cfn_1", 1), field("step_stack-domain_1", 1),
 		field("step_keystone-register_2", 1), field("step_keystone-register-cfn_2", 1), field("step_stack-domain_2", 1))
 }

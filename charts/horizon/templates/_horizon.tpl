@@ -64,11 +64,16 @@ stderr.
 # Written by osd from the horizon chart's values (apache, settings.WEBROOT).
 ServerName localhost
 WSGISocketPrefix /run/apache2/wsgi
-WSGIDaemonProcess horizon processes={{ .Values.apache.processes }} threads={{ .Values.apache.threads }} display-name=horizon-wsgi home=/usr/share/openstack-dashboard
+{{- $idle := int .Values.apache.inactivityTimeout }}
+WSGIDaemonProcess horizon processes={{ .Values.apache.processes }} threads={{ .Values.apache.threads }} display-name=horizon-wsgi home=/usr/share/openstack-dashboard{{ if gt $idle 0 }} inactivity-timeout={{ $idle }}{{ end }}
 WSGIProcessGroup horizon
 WSGIApplicationGroup %{GLOBAL}
+{{- if gt $idle 0 }}
+# Django loads on the first request and is dropped after {{ $idle }} s without one.
+{{- else }}
 # Load Django when the daemon starts, not on the first request (the probes' first call).
 WSGIImportScript /usr/share/openstack-dashboard/wsgi.py process-group=horizon application-group=%{GLOBAL}
+{{- end }}
 WSGIScriptAlias {{ $root | default "/" }} /usr/share/openstack-dashboard/wsgi.py
 Alias /static /var/lib/openstack-dashboard/static
 {{- if $root }}
