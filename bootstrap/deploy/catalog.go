@@ -24,6 +24,18 @@ type Port struct {
 	NodePort int
 	Values   string // dotted path of the NodePort in the chart's values
 	Path     string // path of the public URL after host:port ("/v3", "/v2.1", "/horizon")
+	// Probe is the path osd GETs to tell that the port answers, when not Path: Horizon's
+	// is a static file apache serves, so that the check does not load the dashboard's
+	// Django, which is dropped when idle (its pod proves Django once when it starts).
+	Probe string
+}
+
+// ProbePath is the path osd GETs to tell that the port answers: Probe, else Path.
+func (p Port) ProbePath() string {
+	if p.Probe != "" {
+		return p.Probe
+	}
+	return p.Path
 }
 
 // Port returns the service's port called name.
@@ -84,7 +96,7 @@ func DefaultCatalog() Catalog {
 		{Name: "heat", Chart: "heat", Namespace: Namespace, DependsOn: []string{"coredns", "mariadb", "memcached", "rabbitmq"}, Enabled: true, Images: []string{"openstack"},
 			Ports: []Port{{Name: "public", NodePort: 30004, Values: "service.nodePorts.api"}, {Name: "cfn", NodePort: 30000, Values: "service.nodePorts.cfn"}}},
 		{Name: "horizon", Chart: "horizon", Namespace: Namespace, DependsOn: []string{"coredns", "memcached"}, Enabled: true, Images: []string{"openstack"},
-			Ports: []Port{{Name: "public", NodePort: 30080, Values: "service.nodePort", Path: "/horizon"}}},
+			Ports: []Port{{Name: "public", NodePort: 30080, Values: "service.nodePort", Path: "/horizon", Probe: "/horizon/static/dashboard/img/favicon.ico"}}},
 	}}
 }
 

@@ -41,7 +41,7 @@ func (s *Service) Answering(ctx context.Context, services []string) map[string]s
 	var wg sync.WaitGroup
 	hc := &http.Client{Timeout: probeTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, name := range services {
-		url := s.PublicURL(name, "public")
+		url := s.probeURL(name, "public")
 		if url == "" {
 			continue
 		}

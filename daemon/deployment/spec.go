@@ -28,6 +28,17 @@ func (s *Service) PublicURL(service, port string) string {
 	return "http://" + net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(p.NodePort)) + p.Path
 }
 
+// probeURL is what Answering GETs for a service's port: its public address with the
+// port's ProbePath.
+func (s *Service) probeURL(service, port string) string {
+	svc, _ := deploy.DefaultCatalog().Service(service)
+	p, ok := svc.Port(port)
+	if !ok {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(p.NodePort)) + p.ProbePath()
+}
+
 // KeystonePublicURL is Keystone's address for clients on the host and the network.
 func (s *Service) KeystonePublicURL() string { return s.PublicURL("keystone", "public") }
 
