@@ -242,7 +242,7 @@ func TestNovaDeployments(t *testing.T) {
 		// api (osapi_compute and metadata), conductor and scheduler in one process, the noVNC
 		// proxy started by it on a console connection (files/nova-server.py).
 		{name: "nova-server", command: []string{"/usr/bin/python3", "-c", "", "api,conductor,scheduler,novncproxy", "--config-file", "/etc/nova/nova.conf"}, ports: []int32{8774, 8775, 6080}, probe: "GET /:8774",
-			program: []string{"import nova.cmd.api", "oslo_service.ServiceLauncher(CONF", `binary="nova-conductor"`, `binary="nova-scheduler"`, "service.WSGIService(api", "novncproxy.main()", "listen_fd=fd, idle_timeout=NOVNC_IDLE_EXIT", "pass_fds=[sock.fileno()]"}},
+			program: []string{"import nova.cmd.api", "oslo_service.ServiceLauncher(CONF", `binary="nova-conductor"`, `binary="nova-scheduler"`, "service.WSGIService(api", "novncproxy.main()", "kwargs.update(listen_fd=fd, idle_timeout=NOVNC_IDLE_EXIT)", "pass_fds=[sock.fileno()]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

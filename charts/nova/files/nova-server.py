@@ -161,14 +161,14 @@ def run_novncproxy_on_demand():
     from nova.cmd import novncproxy
     from nova.console import websocketproxy
 
-    base = websocketproxy.NovaWebSocketProxy
+    # The class keeps its name (its __init__ calls super() by it): only __init__ changes.
+    init = websocketproxy.NovaWebSocketProxy.__init__
 
-    class OnDemandProxy(base):
-        def __init__(self, *args, **kwargs):
-            kwargs.update(listen_fd=fd, idle_timeout=NOVNC_IDLE_EXIT)
-            super().__init__(*args, **kwargs)
+    def on_demand_init(self, *args, **kwargs):
+        kwargs.update(listen_fd=fd, idle_timeout=NOVNC_IDLE_EXIT)
+        init(self, *args, **kwargs)
 
-    websocketproxy.NovaWebSocketProxy = OnDemandProxy
+    websocketproxy.NovaWebSocketProxy.__init__ = on_demand_init
     # websockify takes a listen_fd as IPv4; the socket itself knows its family.
     socket.fromfd = lambda f, *_: socket.socket(fileno=os.dup(f))
     sys.argv[0] = "/usr/bin/nova-novncproxy"
