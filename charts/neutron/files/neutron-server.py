@@ -27,7 +27,6 @@
 #    every OVN event. It is kept when ML2 has a mechanism driver other than ovn.
 #  - the in-thread workers run as green threads of the MaintenanceWorker's process (the
 #    worker that owns ML2/OVN's periodic repairs) instead of a process of their own.
-import gc
 import logging as python_logging
 import os
 import sys
@@ -138,11 +137,6 @@ def api_after_the_fork():
         launcher._start_child = start_child
 
     def start_all_then_api(neutron_api=None):
-        # What is imported and made by now stays out of both processes' collections: a
-        # collection touches every object it tracks, which would copy the pages the forked
-        # worker shares with this process.
-        gc.collect()
-        gc.freeze()
         launcher = start_all_workers(neutron_api)
         if waiting and isinstance(launcher, oslo_service.ProcessLauncher):
             no_second_fork(launcher)
