@@ -855,6 +855,13 @@ func TestHorizonOverrides(t *testing.T) {
 		t.Errorf("init containers with inactivityTimeout 0 = %v, want [config-render]", names)
 	}
 
+	for _, bad := range []any{"abc", -1, 1.5, "10m"} {
+		err := hhRenderError(t, "horizon", hhOverrides("horizon", map[string]any{"apache": map[string]any{"inactivityTimeout": bad}}))
+		if err == nil || !strings.Contains(err.Error(), "apache.inactivityTimeout") || !strings.Contains(err.Error(), "whole seconds") {
+			t.Errorf("apache.inactivityTimeout %v: render error = %v, want it refused as not whole seconds", bad, err)
+		}
+	}
+
 	for _, key := range []string{"lower_case", "1ABC", "A-B", "A B"} {
 		if err := hhRenderError(t, "horizon", hhOverrides("horizon", map[string]any{"settings": map[string]any{key: "x"}})); err == nil || !strings.Contains(err.Error(), "upper-case Python name") {
 			t.Errorf("setting %q: render error = %v, want it refused as not an upper-case Python name", key, err)

@@ -47,6 +47,15 @@ None
 {{- end -}}
 {{- end -}}
 
+{{/* apache.inactivityTimeout in whole seconds (0: Django stays loaded), or a render error. */}}
+{{- define "horizon.inactivityTimeout" -}}
+{{- $v := toString .Values.apache.inactivityTimeout -}}
+{{- if not (regexMatch "^[0-9]+$" $v) -}}
+{{- fail (printf "horizon apache.inactivityTimeout: %q is not whole seconds (0 keeps Django loaded)" $v) -}}
+{{- end -}}
+{{- $v -}}
+{{- end -}}
+
 {{/* The web root without its trailing slash ("" for "/"). */}}
 {{- define "horizon.webroot" -}}
 {{- trimSuffix "/" (.Values.settings.WEBROOT | default "/") -}}
@@ -64,7 +73,7 @@ stderr.
 # Written by osd from the horizon chart's values (apache, settings.WEBROOT).
 ServerName localhost
 WSGISocketPrefix /run/apache2/wsgi
-{{- $idle := int .Values.apache.inactivityTimeout }}
+{{- $idle := include "horizon.inactivityTimeout" . | int }}
 WSGIDaemonProcess horizon processes={{ .Values.apache.processes }} threads={{ .Values.apache.threads }} display-name=horizon-wsgi home=/usr/share/openstack-dashboard{{ if gt $idle 0 }} inactivity-timeout={{ $idle }}{{ end }}
 WSGIProcessGroup horizon
 WSGIApplicationGroup %{GLOBAL}
