@@ -17,6 +17,18 @@ import (
 // PublicURL is the public address of service's port (as the catalog decides it) on this
 // node, with the port's path; "" when the catalog has no such port.
 func (s *Service) PublicURL(service, port string) string {
+	return s.portURL(service, port, func(p deploy.Port) string { return p.Path })
+}
+
+// probeURL is what Answering GETs for a service's port: its public address with the
+// port's ProbePath.
+func (s *Service) probeURL(service, port string) string {
+	return s.portURL(service, port, deploy.Port.ProbePath)
+}
+
+// portURL is the address of service's port on this node with path(port); "" when the
+// catalog has no such port.
+func (s *Service) portURL(service, port string, path func(deploy.Port) string) string {
 	svc, ok := deploy.DefaultCatalog().Service(service)
 	if !ok {
 		return ""
@@ -25,18 +37,7 @@ func (s *Service) PublicURL(service, port string) string {
 	if !ok {
 		return ""
 	}
-	return "http://" + net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(p.NodePort)) + p.Path
-}
-
-// probeURL is what Answering GETs for a service's port: its public address with the
-// port's ProbePath.
-func (s *Service) probeURL(service, port string) string {
-	svc, _ := deploy.DefaultCatalog().Service(service)
-	p, ok := svc.Port(port)
-	if !ok {
-		return ""
-	}
-	return "http://" + net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(p.NodePort)) + p.ProbePath()
+	return "http://" + net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(p.NodePort)) + path(p)
 }
 
 // KeystonePublicURL is Keystone's address for clients on the host and the network.
