@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -1143,7 +1144,8 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	c.Command = append(c.Command, "--config-file", "/etc/nova/osd-test-rpc.conf")
 	logFile := filepath.Join(t.TempDir(), "nova-server.log")
 	cmd := command(c, 0)
-	start(t, cmd.Args, cmd.Env, logFile)
+	// The noVNC proxy started on demand exits after 4 s without a connection (600 in a pod).
+	start(t, cmd.Args, append(cmd.Env, "NOVA_SERVER_NOVNC_IDLE_EXIT=4"), logFile)
 	probe := *c.ReadinessProbe
 	probe.HTTPGet = probe.HTTPGet.DeepCopy()
 	if probe.HTTPGet.Port.IntValue() != 8774 {
@@ -1175,48 +1177,83 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 		t.Errorf("nova-server's log does not say why the scheduler waits:\n%s", tail(string(b), 10))
 	}
 	// Processes of this test only (a deployed nova-server on this host is in another root):
-	// every service answers from one process, none forked.
-	out, _ := exec.Command("pgrep", "-f", "^/usr/bin/python3 -c # nova-server:").Output()
-	var procs int
-	for _, pid := range strings.Fields(string(out)) {
-		if r, err := os.Readlink("/proc/" + pid + "/root"); err == nil && r == root {
-			procs++
+	// every service answers from one process, and no noVNC proxy runs before a console
+	// connection asks for one.
+	procs := func() map[string]string { // pid -> parent pid
+		out, _ := exec.Command("pgrep", "-f", "^/usr/bin/python3 -c # nova-server:").Output()
+		ppid := map[string]string{}
+		for _, pid := range strings.Fields(string(out)) {
+			status, _ := os.ReadFile("/proc/" + pid + "/status")
+			m := regexp.MustCompile(`(?m)^PPid:\s+(\d+)$`).FindSubmatch(status)
+			if r, err := os.Readlink("/proc/" + pid + "/root"); err == nil && r == root && m != nil {
+				ppid[pid] = string(m[1])
+			}
 		}
+		return ppid
 	}
-	if procs != 2 {
-		t.Errorf("nova-server processes = %d, want 2 (api, conductor and scheduler in one process, nova-novncproxy forked from it)", procs)
+	// proxy is the noVNC proxy forked from nova-server (their pids), "" when none runs.
+	proxy := func() (server, pid string) {
+		ppid := procs()
+		for p, parent := range ppid {
+			if _, ok := ppid[parent]; !ok {
+				server = p // the one whose parent is not nova-server's program
+			}
+		}
+		for p, parent := range ppid {
+			if parent == server {
+				pid = p // not a connection's process the proxy forked
+			}
+		}
+		return server, pid
+	}
+	logTail := func() string { b, _ := os.ReadFile(logFile); return tail(string(b), 8) }
+	if p := procs(); len(p) != 1 {
+		t.Errorf("nova-server processes before a console connection = %v, want 1 (api, conductor and scheduler in one process, no nova-novncproxy yet)", p)
 	}
 
-	// The forked nova-novncproxy serves the noVNC client named by novncproxy_base_url.
+	// The first connection starts the proxy, which serves the noVNC client named by
+	// novncproxy_base_url; with no connection for 4 s it exits and nova-server stays.
 	page := corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/vnc_lite.html"}}}
-	if r := waitProbe(t, fmt.Sprintf("http://127.0.0.1:%d", novnc), page, logFile); !strings.Contains(r.body, "noVNC") {
-		t.Errorf("GET /vnc_lite.html = %.200s, want the noVNC client", r.body)
+	getPage := func() {
+		t.Helper()
+		if r := waitProbe(t, fmt.Sprintf("http://127.0.0.1:%d", novnc), page, logFile); !strings.Contains(r.body, "noVNC") {
+			t.Errorf("GET /vnc_lite.html = %.200s, want the noVNC client", r.body)
+		}
+		// The client leaves, as a browser closing the console does: a connection kept
+		// alive is one the proxy still serves.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	}
-	// The proxy ended, nova-server ends (and the kubelet restarts the pod).
-	ppid := map[string]string{}
-	for _, pid := range strings.Fields(string(out)) {
-		status, _ := os.ReadFile("/proc/" + pid + "/status")
-		if m := regexp.MustCompile(`(?m)^PPid:\s+(\d+)$`).FindSubmatch(status); m != nil {
-			ppid[pid] = string(m[1])
+	getPage()
+	server, first := proxy()
+	if first == "" {
+		t.Fatalf("no nova-novncproxy forked from nova-server after a console connection, processes %v:\n%s", procs(), logTail())
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat("/proc/" + first); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nova-novncproxy (pid %s) still runs 30 s after its connection, want it to exit after 4 s without one:\n%s", first, logTail())
 		}
 	}
-	var server, proxyPID string
-	for pid, parent := range ppid {
-		if _, ok := ppid[parent]; ok {
-			server, proxyPID = parent, pid
-		}
+	if _, err := os.Stat("/proc/" + server); err != nil || !strings.Contains(logTail(), "had no connection for 4 s and stopped") {
+		t.Fatalf("after the noVNC proxy's idle exit: nova-server (pid %s) %v, want it running and saying why the proxy stopped:\n%s", server, err, logTail())
 	}
-	if proxyPID == "" {
-		t.Fatalf("found no nova-novncproxy forked from nova-server among %v", ppid)
+	// The next connection starts a new proxy. When a proxy fails (killed here), nova-server
+	// ends (and the kubelet restarts the pod).
+	getPage()
+	again, second := proxy()
+	if second == "" || second == first || again != server {
+		t.Fatalf("after a second console connection: proxy %q of %q, want a new one (not %s) of nova-server %s:\n%s", second, again, first, server, logTail())
 	}
-	p, _ := strconv.Atoi(proxyPID)
+	p, _ := strconv.Atoi(second)
 	_ = syscall.Kill(p, syscall.SIGKILL)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if _, err := os.Stat("/proc/" + server); err != nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("nova-server (pid %s) still runs 30s after its nova-novncproxy was killed, want it to exit:\n%s", server, func() string { b, _ := os.ReadFile(logFile); return tail(string(b), 5) }())
+			t.Errorf("nova-server (pid %s) still runs 30s after its nova-novncproxy was killed, want it to exit:\n%s", server, logTail())
 			break
 		}
 	}

@@ -53,10 +53,15 @@ from nova import version
 KNOWN = ("api", "conductor", "scheduler", "novncproxy")
 PR_SET_PDEATHSIG = 1
 # The proxy started on demand: the command that runs it, the variables that hand it the
-# listening socket and this process's pid, and how long it serves with no connection.
+# listening socket and this process's pid, and how long it serves with no connection
+# (seconds; NOVA_SERVER_NOVNC_IDLE_EXIT sets another, whole seconds above 0).
 ON_DEMAND = "novncproxy-on-demand"
 FD_ENV, PARENT_ENV = "NOVA_SERVER_NOVNC_FD", "NOVA_SERVER_PID"
-NOVNC_IDLE_EXIT = 600
+IDLE_ENV = "NOVA_SERVER_NOVNC_IDLE_EXIT"
+NOVNC_IDLE_EXIT = os.environ.get(IDLE_ENV, "600")
+if not (NOVNC_IDLE_EXIT.isascii() and NOVNC_IDLE_EXIT.isdigit()) or int(NOVNC_IDLE_EXIT) == 0:
+    sys.exit("nova-server: %s=%r is not whole seconds above 0" % (IDLE_ENV, NOVNC_IDLE_EXIT))
+NOVNC_IDLE_EXIT = int(NOVNC_IDLE_EXIT)
 
 
 def parse_services(arg):
