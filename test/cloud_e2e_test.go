@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,8 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 // console), its noVNC console answers through nova-novncproxy, and its floating IP
 // answers the host's ping.
 func checkServer(t *testing.T, n *node) {
+	onHost := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
+	remade := brIntRemade(t, onHost)
 	t0 := time.Now()
 	out, err := n.openstack("server", "create", "--flavor", "m1.tiny", "--image", "osd-test", "--network", "osd-net", "--wait", "-f", "value", "-c", "id", "e2e-server")
 	id := strings.TrimSpace(out)
@@ -93,6 +96,7 @@ func checkServer(t *testing.T, n *node) {
 	if !strings.Contains(console, lease) {
 		t.Fatalf("console log lacks %q (no DHCP lease from OVN):\n%s", lease, tail(console, 30))
 	}
+	checkPlugKeptBrInt(t, n, onHost, id, remade)
 	// Then it reads its own uuid from the metadata service (OVN metadata agent,
 	// haproxy in the ovnmeta namespace, Nova's metadata API).
 	metadata := "osd-guest: metadata uuid " + id
@@ -336,4 +340,55 @@ func (n *node) adminCredentials(t *testing.T) (user, pass string) {
 		t.Fatal("admin-openrc has no OS_USERNAME/OS_PASSWORD")
 	}
 	return user, pass
+}
+
+// ovsLog is where ovs-vswitchd logs on a Debian host (each test node has its own, in its
+// mount namespace).
+const ovsLog = "/var/log/openvswitch/ovs-vswitchd.log"
+
+// brIntRemade is how often the ovs-vswitchd of a node (in runs a command in that node's
+// namespaces) has deleted br-int's own interface so far: once each time br-int was
+// deleted and made again (a change of its datapath type does that).
+func brIntRemade(t *testing.T, in func(args ...string) *exec.Cmd) int {
+	t.Helper()
+	if out, err := in("test", "-r", ovsLog).CombinedOutput(); err != nil {
+		t.Fatalf("no ovs-vswitchd log %s on the node: %v %s", ovsLog, err, out)
+	}
+	out, _ := in("grep", "-c", "bridge br-int: deleted interface br-int on port", ovsLog).Output()
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("grep -c in %s: %q", ovsLog, out)
+	}
+	return n
+}
+
+// checkPlugKeptBrInt: the port of server id, on the node in runs commands in, is bound
+// with that node's br-int datapath type in its VIF details, and plugging it (Nova through
+// os-vif, which sets that type on br-int) did not make br-int again: before is
+// brIntRemade from before the server was created.
+func checkPlugKeptBrInt(t *testing.T, n *node, in func(args ...string) *exec.Cmd, id string, before int) {
+	t.Helper()
+	out, err := in("ovs-vsctl", "get", "bridge", "br-int", "datapath_type").CombinedOutput()
+	datapath := strings.Trim(strings.TrimSpace(string(out)), `"`)
+	if err != nil || datapath == "" {
+		t.Errorf("br-int's datapath type on the node: %q, %v", out, err)
+		return
+	}
+	port := strings.Fields(n.field(t, "port", "list", "--server", id, "-f", "value", "-c", "ID"))
+	if len(port) == 0 {
+		t.Errorf("server %s has no port", id)
+		return
+	}
+	var show struct {
+		Details map[string]any `json:"binding_vif_details"`
+	}
+	if err := json.Unmarshal([]byte(n.field(t, "port", "show", port[0], "-f", "json", "-c", "binding_vif_details")), &show); err != nil {
+		t.Fatalf("port show %s: %v", port[0], err)
+	}
+	if show.Details["datapath_type"] != datapath {
+		t.Errorf("port %s of server %s bound with VIF details %v, want datapath_type %s (br-int's on its node)", port[0], id, show.Details, datapath)
+	}
+	if after := brIntRemade(t, in); after != before {
+		t.Errorf("br-int was deleted and made again %d times while server %s was created and plugged (%s), want 0", after-before, id, ovsLog)
+	}
 }

@@ -296,6 +296,7 @@ type guest struct{ name, id, ip, host string }
 // the server still runs.
 func bootOn(t *testing.T, n *node, name, host string, in func(args ...string) *exec.Cmd) (guest, time.Duration) {
 	t.Helper()
+	remade := brIntRemade(t, in)
 	t0 := time.Now()
 	var id string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Second) {
@@ -324,6 +325,7 @@ func bootOn(t *testing.T, n *node, name, host string, in func(args ...string) *e
 		t.Logf("server %s on %s without its lease or metadata: its network as it is now:\n%s", name, host, serverNetDiagnostics(n, in, host, id))
 		t.Fatalf("server %s on %s: console lacks its OVN DHCP lease %s or its uuid from the metadata service:\n%s", name, host, g.ip, tail(console, 30))
 	}
+	checkPlugKeptBrInt(t, n, in, id, remade)
 	return g, took
 }
 

@@ -27,6 +27,9 @@
 #    every OVN event. It is kept when ML2 has a mechanism driver other than ovn.
 #  - the in-thread workers run as green threads of the MaintenanceWorker's process (the
 #    worker that owns ML2/OVN's periodic repairs) instead of a process of their own.
+#
+# One change to ML2/OVN's port bindings: a port bound as an OVS VIF carries the datapath
+# type of its host's chassis (bind_ports_with_datapath_type).
 import logging as python_logging
 import os
 import sys
@@ -42,10 +45,14 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_service import service as oslo_service
 
+from neutron_lib.api.definitions import portbindings
 from neutron_lib.callbacks import events
 from neutron_lib.callbacks import registry
 from neutron_lib.callbacks import resources
 
+from neutron.common.ovn import constants as ovn_const
+from neutron.plugins.ml2.drivers.ovn.agent import neutron_agent as n_agent
+from neutron.plugins.ml2.drivers.ovn.mech_driver import mech_driver
 from neutron.plugins.ml2.drivers.ovn.mech_driver.ovsdb import worker as ovn_worker
 from neutron import service
 from neutron import wsgi
@@ -150,7 +157,55 @@ def api_after_the_fork():
     service.start_all_workers = start_all_then_api
 
 
+def chassis_datapath_type(driver, context):
+    """The datapath type ovn-controller publishes for the chassis of the port's host
+    ("netdev", "system"), "" when unknown."""
+    try:
+        host = driver._ovn_client.determine_bind_host(context.current, port_context=context)
+    except Exception as e:
+        LOG.debug("no bind host for port %s: %s", context.current.get("id"), e)
+        return ""
+    for agent in n_agent.AgentCache().get_agents({"host": host, "agent_type": ovn_const.OVN_CONTROLLER_TYPES}):
+        chassis = agent.chassis
+        other = getattr(chassis, "other_config", None) or {}
+        return other.get("datapath-type") or chassis.external_ids.get("datapath-type", "")
+    return ""
+
+
+def bind_ports_with_datapath_type():
+    """Binds OVS VIFs with their chassis's datapath type in the VIF details.
+
+    ML2/OVN binds a port as an OVS VIF with no datapath_type in its VIF details (ML2/OVS
+    puts its agent's there). Nova then plugs it through os-vif with the kernel datapath
+    ("system"), and os-vif sets that on br-int: on a chassis whose br-int runs on the
+    userspace datapath (netdev), ovs-vswitchd deletes br-int and makes it again, every
+    flow and OpenFlow connection of the node dropped and its tunnel ports re-added, each
+    time a server's port is plugged, until ovn-controller sets netdev back. With the
+    chassis's own datapath type in the details, os-vif leaves br-int as it is.
+    """
+    bind_port = mech_driver.OVNMechanismDriver.bind_port
+
+    def bind_port_with_datapath_type(driver, context):
+        set_binding = context.set_binding
+
+        def set_binding_with_datapath_type(segment_id, vif_type, vif_details, *args, **kwargs):
+            if vif_type == portbindings.VIF_TYPE_OVS and portbindings.OVS_DATAPATH_TYPE not in vif_details:
+                datapath_type = chassis_datapath_type(driver, context)
+                if datapath_type:
+                    vif_details = dict(vif_details, **{portbindings.OVS_DATAPATH_TYPE: datapath_type})
+            return set_binding(segment_id, vif_type, vif_details, *args, **kwargs)
+
+        context.set_binding = set_binding_with_datapath_type
+        try:
+            return bind_port(driver, context)
+        finally:
+            del context.set_binding
+
+    mech_driver.OVNMechanismDriver.bind_port = bind_port_with_datapath_type
+
+
 def main():
+    bind_ports_with_datapath_type()
     get_rpc_workers = service._get_rpc_workers
     get_plugins_workers = service._get_plugins_workers
 
