@@ -43,7 +43,7 @@ func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serv
 	run(node+" ovs-vsctl show", in("ovs-vsctl", "show"), 60)
 	run(node+" OpenFlow flows on br-int", in("sh", "-c", "ovs-ofctl dump-flows br-int | grep -c ."), 2)
 	run(node+" br-int port counters", in("ovs-ofctl", "dump-ports", "br-int"), 40)
-	discover := fmt.Sprintf("udp,in_port=%s,dl_src=%s,dl_dst=ff:ff:ff:ff:ff:ff,nw_src=0.0.0.0,nw_dst=255.255.255.255,tp_src=68,tp_dst=67", tap, mac)
+	discover := fmt.Sprintf("udp,in_port=%s,dl_src=%s,dl_dst=ff:ff:ff:ff:ff:ff,nw_src=0.0.0.0,nw_dst=255.255.255.255,udp_src=68,udp_dst=67", tap, mac)
 	run(node+" trace of a DHCP discover from the port", in("ovs-appctl", "ofproto/trace", "br-int", discover), 40)
 	run(node+" datapath flows", in("ovs-appctl", "dpctl/dump-flows"), 40)
 
