@@ -370,9 +370,12 @@ func checkPlugKeptBrInt(t *testing.T, n *node, in func(args ...string) *exec.Cmd
 	t.Helper()
 	out, err := in("ovs-vsctl", "get", "bridge", "br-int", "datapath_type").CombinedOutput()
 	datapath := strings.Trim(strings.TrimSpace(string(out)), `"`)
-	if err != nil || datapath == "" {
+	if err != nil {
 		t.Errorf("br-int's datapath type on the node: %q, %v", out, err)
 		return
+	}
+	if datapath == "" {
+		datapath = "system" // Open vSwitch's default, as ovn-controller publishes it
 	}
 	port := strings.Fields(n.field(t, "port", "list", "--server", id, "-f", "value", "-c", "ID"))
 	if len(port) == 0 {
