@@ -43,7 +43,8 @@ func checkPackageUpgrade(t *testing.T, n *node) {
 	t0 := time.Now()
 	out, err := postinstUpgrade(t, deb, next, debField(t, deb, "Version"), n.stateDir, n.runDir)
 	if err != nil {
-		t.Fatalf("postinst configure (the upgrade): %v\n%s\n%s", err, out, daemonLogTail(n))
+		// What the postinst said last comes first: CI shows a failure's first lines.
+		t.Fatalf("postinst configure (the upgrade): %v: %s\n%s\n%s", err, strings.ReplaceAll(tail(strings.TrimSpace(out), 2), "\n", " | "), out, daemonLogTail(n))
 	}
 	t.Logf("postinst restarted the daemon in %s:\n%s", time.Since(t0).Round(time.Second), out)
 	if n.cmd != nil {

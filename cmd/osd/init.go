@@ -144,15 +144,27 @@ func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) 
 	}
 }
 
-// ensureDaemon starts the daemon unless it answers, and waits for its API.
+// ensureDaemon starts the daemon unless it answers, and waits for its API. A daemon that
+// ends before its API answers is an error naming its log: the process this call started
+// (however long it takes to load: seconds on a busy host), the systemd unit, or a daemon
+// that another command started (it released its lock).
 func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 	if _, err := c.ServerInfo(ctx); err == nil {
 		return nil
 	} else if !errors.Is(err, client.ErrDaemonNotRunning) {
 		return err
 	}
-	if _, held := client.LockHolder(g.stateDir); !held {
-		if err := startDaemon(g); err != nil {
+	var ended func() error
+	if pid, held := client.LockHolder(g.stateDir); held {
+		ended = func() error {
+			if _, held := client.LockHolder(g.stateDir); !held {
+				return fmt.Errorf("pid %d released the state dir's lock", pid)
+			}
+			return nil
+		}
+	} else {
+		var err error
+		if ended, err = startDaemon(g); err != nil {
 			return err
 		}
 	}
@@ -160,15 +172,11 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 		if _, err := c.ServerInfo(ctx); err == nil {
 			return nil
 		}
-		if _, held := client.LockHolder(g.stateDir); !held {
-			// Give a fresh process a moment to take its lock before calling it dead.
-			time.Sleep(500 * time.Millisecond)
-			if _, held := client.LockHolder(g.stateDir); !held {
-				if _, err := c.ServerInfo(ctx); err != nil {
-					return fmt.Errorf("the osd daemon exited at start; see %s", filepath.Join(g.stateDir, "logs", "daemon.log"))
-				}
+		if why := ended(); why != nil {
+			if _, err := c.ServerInfo(ctx); err == nil {
 				return nil
 			}
+			return fmt.Errorf("the osd daemon exited at start (%v); see %s", why, filepath.Join(g.stateDir, "logs", "daemon.log"))
 		}
 		select {
 		case <-ctx.Done():

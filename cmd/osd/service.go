@@ -224,38 +224,95 @@ func serviceUnit(g *globals) (string, bool) {
 
 // startDaemon starts the daemon: through systemd when a unit runs it, else as a detached
 // process of its own session, logging to STATE/logs/daemon.log.
-func startDaemon(g *globals) error {
+func startDaemon(g *globals) (ended func() error, err error) {
 	if unit, ok := serviceUnit(g); ok {
 		if out, err := exec.Command("systemctl", "start", unit).CombinedOutput(); err != nil {
-			return fmt.Errorf("systemctl start %s: %w: %s", unit, err, strings.TrimSpace(string(out)))
+			return nil, fmt.Errorf("systemctl start %s: %w: %s", unit, err, strings.TrimSpace(string(out)))
 		}
-		return nil
+		return func() error { return unitEnded(unit) }, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logDir := filepath.Join(g.stateDir, "logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
-		return err
+		return nil, err
 	}
 	logf, err := os.OpenFile(filepath.Join(logDir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logf.Close()
 	args := []string{"daemon", "--state-dir", g.stateDir, "--run-dir", g.runDir}
 	if g.socket != "" {
 		args = append(args, "--socket", g.socket)
 	}
-	cmd := exec.Command(self, args...)
+	closeInheritedFiles()
+	return startDetached(logf, self, args...)
+}
+
+// startDetached starts name in a session of its own with its output in logf, and returns
+// a function that reports, without blocking, how the process ended (nil while it runs).
+// The process is waited for here, so it leaves no zombie behind while this command runs,
+// and it outlives this command.
+func startDetached(logf *os.File, name string, args ...string) (ended func() error, err error) {
+	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	closeInheritedFiles()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start osd daemon: %w", err)
+		return nil, fmt.Errorf("start osd daemon: %w", err)
 	}
-	return cmd.Process.Release()
+	pid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
+		done <- fmt.Errorf("pid %d: %w", pid, err)
+	}()
+	var end error
+	return func() error {
+		if end == nil {
+			select {
+			case end = <-done:
+			default:
+			}
+		}
+		return end
+	}, nil
+}
+
+// unitEnded reports a systemd unit that is no longer active (nil while it starts or runs).
+func unitEnded(unit string) error {
+	out, err := exec.Command("systemctl", "show", "--property=ActiveState", "--value", unit).Output()
+	if err != nil {
+		return nil // systemd did not answer: no sign that the unit ended
+	}
+	switch state := strings.TrimSpace(string(out)); state {
+	case "inactive", "failed", "deactivating":
+		return fmt.Errorf("unit %s is %s", unit, state)
+	}
+	return nil
+}
+
+// processEnded reports whether process pid no longer runs: it is gone, or it exited and
+// waits to be reaped by its parent (a zombie holds no lock, socket or port).
+func processEnded(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the command name, which is in parentheses and may hold any byte.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
 }
 
 // closeInheritedFiles keeps the descriptors this process inherited (from a package
@@ -274,7 +331,8 @@ func closeInheritedFiles() {
 }
 
 // stopDaemon stops a running daemon: through systemd when a unit runs it, else by SIGTERM
-// to the lock holder, escalating to SIGKILL after five minutes.
+// to the lock holder, escalating to SIGKILL after five minutes; it returns once the
+// process has ended.
 func stopDaemon(g *globals) error {
 	if unit, ok := serviceUnit(g); ok {
 		if exec.Command("systemctl", "is-active", "--quiet", unit).Run() == nil {
@@ -289,9 +347,11 @@ func stopDaemon(g *globals) error {
 	}
 	fmt.Printf("stopping osd daemon (pid %d)\n", pid)
 	syscall.Kill(pid, syscall.SIGTERM)
+	// The daemon releases its lock before it stops the embedded Kubernetes (whose parts end
+	// the process): a daemon started before the process ended would find k3s's ports taken.
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
-		if _, held := client.LockHolder(g.stateDir); !held {
+		if _, held := client.LockHolder(g.stateDir); !held && processEnded(pid) {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
