@@ -76,7 +76,8 @@ var apiCharts = []apiChart{
 	},
 	{
 		chart: "glance", deployment: "glance-api", container: "glance-api",
-		command: []string{"glance-api", "--config-file", "/etc/glance/glance-api.conf"},
+		// What /usr/bin/glance-api runs, after osd-lib.mallocTrim (TestMallocTrim).
+		command: []string{"/usr/bin/python3", "-c", "import sys\nfrom glance.cmd.api import main\nsys.exit(main())\n", "--config-file", "/etc/glance/glance-api.conf"},
 		port:    9292, nodePort: 30292, probePath: "/healthcheck", uid: 64062,
 		files:    map[string]string{"glance-api.conf": "glance"},
 		mounts:   map[string]string{"glance-api.conf": "/etc/glance/glance-api.conf"},
@@ -264,7 +265,11 @@ func TestAPICharts(t *testing.T) {
 				if c == nil || len(pod.Containers) != 1 {
 					t.Fatalf("containers = %v, want only %s", pod.Containers, tt.container)
 				}
-				if !reflect.DeepEqual(c.Command, tt.command) || c.Image != testImages["openstack"] || c.ImagePullPolicy != corev1.PullNever {
+				command := c.Command
+				if len(command) > 2 && command[0] == "/usr/bin/python3" {
+					command = withoutMallocTrim(t, c.Name, command, 30)
+				}
+				if !reflect.DeepEqual(command, tt.command) || c.Image != testImages["openstack"] || c.ImagePullPolicy != corev1.PullNever {
 					t.Errorf("%s = %v %s %s, want %v %s Never", c.Name, c.Command, c.Image, c.ImagePullPolicy, tt.command, testImages["openstack"])
 				}
 				if len(c.Ports) != 1 || c.Ports[0].ContainerPort != tt.port {
