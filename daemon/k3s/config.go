@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	kcm "k8s.io/kubernetes/cmd/kube-controller-manager/names"
 )
 
 // Defaults for the embedded cluster.
@@ -95,24 +93,7 @@ func (c Config) WithDefaults() Config {
 // and storage through Helm, runs Helm in-process, and provides networking itself.
 var disabledComponents = []string{"traefik", "servicelb", "metrics-server", "local-storage", "coredns"}
 
-// controllers are the kube-controller-manager controllers a server runs: the default set
-// and k3s's token cleaner, without those for what osd never creates (HorizontalPodAutoscalers,
-// PodDisruptionBudgets, CronJobs, ReplicationControllers, ResourceQuotas, mirrored Endpoints,
-// volume expansion, generic ephemeral volumes, ValidatingAdmissionPolicy type checks; the
-// node TTL annotation only tunes the kubelet's caches) and without the cloud ones (no cloud
-// provider). Each runs informers and workers in the daemon's process for nothing.
-// The names are kube-controller-manager's own constants, so that a renamed controller
-// fails the build rather than the controller manager's start.
-var controllers = []string{"*", "tokencleaner",
-	"-service", "-route", "-cloud-node-lifecycle",
-	"-" + kcm.HorizontalPodAutoscalerController, "-" + kcm.DisruptionController, "-" + kcm.CronJobController,
-	"-" + kcm.ReplicationControllerController, "-" + kcm.ResourceQuotaController, "-" + kcm.EndpointSliceMirroringController,
-	"-" + kcm.PersistentVolumeExpanderController, "-" + kcm.EphemeralVolumeController,
-	"-" + kcm.ValidatingAdmissionPolicyStatusController, "-" + kcm.TTLController}
-
-// ServerArgs is the k3s server command line for c (without the program name). k3s's cloud
-// controller manager is off: with ServiceLB disabled it would only set the nodes' provider
-// ID and addresses, which the kubelet reports itself from --node-ip.
+// ServerArgs is the k3s server command line for c (without the program name).
 func ServerArgs(c Config) ([]string, error) {
 	c = c.WithDefaults()
 	if c.StateDir == "" || c.RunDir == "" {
@@ -133,8 +114,6 @@ func ServerArgs(c Config) ([]string, error) {
 		"--disable", strings.Join(disabledComponents, ","),
 		"--disable-helm-controller",
 		"--disable-network-policy",
-		"--disable-cloud-controller",
-		"--kube-controller-manager-arg", "controllers=" + strings.Join(controllers, ","),
 		"--flannel-backend", "none",
 		"--container-runtime-endpoint", "unix://" + c.ContainerdSocket(),
 		"--pause-image", PauseImage,

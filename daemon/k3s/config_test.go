@@ -24,8 +24,7 @@ func TestServerArgs(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", cfg: base, want: []string{"--data-dir", "/s/k3s", "--write-kubeconfig-mode", "0600",
-			"--container-runtime-endpoint", "unix:///r/containerd/containerd.sock", "--flannel-backend", "none", "--https-listen-port", "6443", "eviction-hard=" + EvictionHard,
-			"--disable-cloud-controller", "--kube-controller-manager-arg", "controllers=" + strings.Join(controllers, ",")}},
+			"--container-runtime-endpoint", "unix:///r/containerd/containerd.sock", "--flannel-backend", "none", "--https-listen-port", "6443", "eviction-hard=" + EvictionHard}},
 		{name: "node ip and labels", cfg: func() Config { c := base; c.NodeIP = "10.0.0.5"; c.NodeLabels = []string{"a=b"}; return c }(),
 			want: []string{"--node-ip", "10.0.0.5", "--node-label", "a=b"}},
 		{name: "bad label", cfg: func() Config { c := base; c.NodeLabels = []string{"nolabel"}; return c }(), wantErr: "key=value"},
@@ -187,14 +186,9 @@ func TestRBACManifest(t *testing.T) {
 		}
 		names[o.Kind+"/"+o.Metadata.Name] = true
 	}
-	for _, want := range []string{"ClusterRoleBinding/kube-apiserver-kubelet-admin", "ClusterRole/system:k3s-controller"} {
+	for _, want := range []string{"ClusterRoleBinding/kube-apiserver-kubelet-admin", "ClusterRole/k3s-cloud-controller-manager", "RoleBinding/k3s-cloud-controller-manager-authentication-reader"} {
 		if !names[want] {
 			t.Errorf("RBACManifest() lacks %s; has %v", want, names)
-		}
-	}
-	for name := range names {
-		if strings.Contains(name, "cloud-controller") {
-			t.Errorf("RBACManifest() grants %s, but the cloud controller manager does not run", name)
 		}
 	}
 }

@@ -39,12 +39,27 @@ func user(name string) map[string]string {
 }
 
 // rbacObjects are the permissions a library build of k3s does not create by itself: the
-// k3s supervisor's node controller, and the API server's access to the kubelet (needed by
-// exec, logs and port-forward). k3s's cloud controller manager, which would need its own,
-// does not run (ServerArgs).
+// embedded cloud controller (which clears the node's "uninitialized" taint and sets its
+// addresses), the k3s supervisor's node controller, and the API server's access to the
+// kubelet (needed by exec, logs and port-forward).
 func rbacObjects() []map[string]any {
+	const ccm = "k3s-cloud-controller-manager"
 	core := []string{""}
 	return []map[string]any{
+		clusterRole(ccm,
+			rule{[]string{"coordination.k8s.io"}, []string{"leases"}, []string{"get", "create", "update"}},
+			rule{core, []string{"events"}, []string{"create", "patch", "update"}},
+			rule{core, []string{"nodes"}, []string{"*"}},
+			rule{core, []string{"nodes/status", "services/status"}, []string{"patch"}},
+			rule{core, []string{"services", "pods"}, []string{"get", "list", "watch"}},
+			rule{core, []string{"services"}, []string{"patch", "update"}},
+			rule{core, []string{"serviceaccounts", "namespaces"}, []string{"create", "get"}},
+			rule{[]string{"apps"}, []string{"daemonsets"}, []string{"*"}},
+			rule{[]string{"discovery.k8s.io"}, []string{"endpointslices"}, []string{"get", "list", "watch"}},
+		),
+		binding("ClusterRoleBinding", ccm, "", "ClusterRole", ccm, user(ccm)),
+		binding("ClusterRoleBinding", ccm+"-auth-delegator", "", "ClusterRole", "system:auth-delegator", user(ccm)),
+		binding("RoleBinding", ccm+"-authentication-reader", "kube-system", "Role", "extension-apiserver-authentication-reader", user(ccm)),
 		clusterRole("system:k3s-controller",
 			rule{core, []string{"nodes"}, []string{"get", "list", "watch"}},
 			rule{core, []string{"nodes/status"}, []string{"patch"}},
