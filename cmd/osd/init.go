@@ -139,9 +139,20 @@ func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) 
 		case <-ctx.Done():
 			fmt.Fprintf(p.w, "\ngave up waiting: %v; the daemon keeps converging (osd status shows where it stands; osd init continues)\n", ctx.Err())
 			return exitError{1}
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(followInterval(time.Since(p.start))):
 		}
 	}
+}
+
+// followInterval is how long osd init waits before it asks the daemon again, elapsed
+// after its start: briefly at first, when a run with nothing to change ends within about
+// two seconds (each wait adds up to its length to that), then at a pace that a
+// terminal's progress needs.
+func followInterval(elapsed time.Duration) time.Duration {
+	if elapsed < 5*time.Second {
+		return 50 * time.Millisecond
+	}
+	return 300 * time.Millisecond
 }
 
 // ensureDaemon starts the daemon unless it answers, and waits for its API. A daemon that
