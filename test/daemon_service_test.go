@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,6 +115,10 @@ func TestDaemonRefusesNewerState(t *testing.T) {
 	}
 	if !strings.Contains(out, "database schema version 999 is newer than this osd supports") {
 		t.Errorf("osd daemon start on a newer state says:\n%s\nwant the daemon's reason (schema 999 newer than this osd supports)", out)
+	}
+	// The start followed the process it started to its end, and says how it ended.
+	if !regexp.MustCompile(`exited at start \(pid [0-9]+: exit status 1\)`).MatchString(out) {
+		t.Errorf("osd daemon start on a newer state says:\n%s\nwant \"exited at start (pid N: exit status 1)\"", out)
 	}
 }
 
