@@ -66,12 +66,14 @@ func TestMallocTrim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := deploy.Render(overrides("glance", map[string]any{"mallocTrimSeconds": -1}), svc, ch.Values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := helmclient.Template(context.Background(), ch, svc.Namespace, svc.Name, deploy.HelmValues(vals, ch.Values)); err == nil || !strings.Contains(err.Error(), "mallocTrimSeconds -1") {
-		t.Errorf("mallocTrimSeconds -1: render error = %v, want one naming it", err)
+	for _, bad := range []any{-1, 1.5, "often", true} {
+		vals, err := deploy.Render(overrides("glance", map[string]any{"mallocTrimSeconds": bad}), svc, ch.Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := helmclient.Template(context.Background(), ch, svc.Namespace, svc.Name, deploy.HelmValues(vals, ch.Values)); err == nil || !strings.Contains(err.Error(), "mallocTrimSeconds") || !strings.Contains(err.Error(), "is not whole seconds") {
+			t.Errorf("mallocTrimSeconds %v: render error = %v, want one naming it", bad, err)
+		}
 	}
 
 	trim, _, _ := splitMallocTrim(glanceAPI(1)[2])

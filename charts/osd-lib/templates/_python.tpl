@@ -10,10 +10,11 @@ Call with (dict "seconds" N); 0 puts nothing. Its last line ends with "# end of
 osd-lib.mallocTrim" (the charts' tests split on it).
 */}}
 {{- define "osd-lib.mallocTrim" -}}
-{{- $n := int .seconds -}}
-{{- if lt $n 0 -}}
-{{- fail (printf "mallocTrimSeconds %d: want whole seconds, 0 for none" $n) -}}
+{{- $v := toString .seconds -}}
+{{- if not (regexMatch "^[0-9]+$" $v) -}}
+{{- fail (printf "mallocTrimSeconds: %q is not whole seconds (0: never)" $v) -}}
 {{- end -}}
+{{- $n := int $v -}}
 {{- if gt $n 0 -}}
 def _osd_malloc_trim(seconds):
     import _thread, ctypes, time
