@@ -300,6 +300,9 @@ func unitEnded(unit string) error {
 // processEnded reports whether process pid no longer runs: it is gone, or it exited and
 // waits to be reaped by its parent (a zombie holds no lock, socket or port).
 func processEnded(pid int) bool {
+	if pid <= 0 {
+		return true // no process to wait for (kill(0) would test this process group)
+	}
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
 	}
@@ -344,6 +347,16 @@ func stopDaemon(g *globals) error {
 	pid, held := client.LockHolder(g.stateDir)
 	if !held {
 		return nil
+	}
+	if pid <= 0 {
+		// The lock file names no process (its holder is releasing it): signal nobody
+		// (kill(0) would signal this command's own process group), wait for the release.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if _, held := client.LockHolder(g.stateDir); !held {
+				return nil
+			}
+		}
+		return fmt.Errorf("the osd daemon's lock %s is held but names no process: stop the osd daemon by hand", filepath.Join(g.stateDir, client.DaemonLockFile))
 	}
 	fmt.Printf("stopping osd daemon (pid %d)\n", pid)
 	syscall.Kill(pid, syscall.SIGTERM)

@@ -57,6 +57,11 @@ func TestProcessEnded(t *testing.T) {
 	if processEnded(os.Getpid()) {
 		t.Fatal("processEnded(own pid) = true")
 	}
+	// A lock file that names no process: nothing to wait for (kill(0, 0) would answer for
+	// this process's own group).
+	if !processEnded(0) {
+		t.Error("processEnded(0) = false")
+	}
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
