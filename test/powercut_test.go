@@ -84,7 +84,12 @@ func checkPowerCut(t *testing.T, n *node) {
 		t.Error(err)
 	}
 	if _, err := waitPing(fip, 10*time.Minute); err != nil {
-		t.Errorf("the server that ran before the cut: %v", err)
+		// What the server's network looks like now, its tap's state first (CI shows a
+		// failure's first lines): a tap left down is one cause seen once (2026-11-28).
+		state, _ := n.openstack("server", "show", running, "-f", "value", "-c", "OS-EXT-STS:power_state", "-c", "OS-EXT-STS:vm_state")
+		t.Errorf("the server that ran before the cut: %v; power state and vm state %q; %s", err, strings.Fields(state), tapState(n, running))
+		in := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
+		t.Logf("its network as it is now:\n%s", serverNetDiagnostics(n, in, hostNodeName(t, n), running))
 	} else {
 		t.Logf("power cut: the server that ran before answered ping %s after the daemon started", time.Since(t0).Round(time.Second))
 	}
@@ -565,4 +570,20 @@ func randomHex(t testing.TB, n int) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// tapState is the one-line state of a server's first tap on this host (`ip -br link`:
+// name, operational state, flags), or why there is none.
+func tapState(n *node, serverID string) string {
+	out, err := n.openstack("port", "list", "--server", serverID, "-f", "value", "-c", "ID")
+	portID := strings.TrimSpace(strings.Split(strings.TrimSpace(out), "\n")[0])
+	if err != nil || portID == "" {
+		return fmt.Sprintf("no port (%v)", err)
+	}
+	tap := "tap" + portID[:min(11, len(portID))]
+	b, err := exec.Command("ip", "-br", "link", "show", "dev", tap).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("tap %s: %v %s", tap, err, strings.TrimSpace(string(b)))
+	}
+	return "tap " + strings.Join(strings.Fields(string(b)), " ")
 }
