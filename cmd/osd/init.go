@@ -144,6 +144,17 @@ func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) 
 	}
 }
 
+// lockReleased reports, once process pid no longer holds the state dir's daemon lock,
+// that it released it (nil while it holds it).
+func lockReleased(stateDir string, pid int) func() error {
+	return func() error {
+		if _, held := client.LockHolder(stateDir); !held {
+			return fmt.Errorf("pid %d released the state dir's lock", pid)
+		}
+		return nil
+	}
+}
+
 // followInterval is how long osd init waits before it asks the daemon again, elapsed
 // after its start: briefly at first, when a run with nothing to change ends within about
 // two seconds (each wait adds up to its length to that), then at a pace that a
@@ -158,7 +169,8 @@ func followInterval(elapsed time.Duration) time.Duration {
 // ensureDaemon starts the daemon unless it answers, and waits for its API. A daemon that
 // ends before its API answers is an error naming its log: the process this call started
 // (however long it takes to load: seconds on a busy host), the systemd unit, or a daemon
-// that another command started (it released its lock).
+// that another command started (it released its lock). When the one started here ends
+// because another took the lock meanwhile, that other one is followed.
 func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 	if _, err := c.ServerInfo(ctx); err == nil {
 		return nil
@@ -167,12 +179,7 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 	}
 	var ended func() error
 	if pid, held := client.LockHolder(g.stateDir); held {
-		ended = func() error {
-			if _, held := client.LockHolder(g.stateDir); !held {
-				return fmt.Errorf("pid %d released the state dir's lock", pid)
-			}
-			return nil
-		}
+		ended = lockReleased(g.stateDir, pid)
 	} else {
 		var err error
 		if ended, err = startDaemon(g); err != nil {
@@ -186,6 +193,12 @@ func ensureDaemon(ctx context.Context, g *globals, c *client.Client) error {
 		if why := ended(); why != nil {
 			if _, err := c.ServerInfo(ctx); err == nil {
 				return nil
+			}
+			if pid, held := client.LockHolder(g.stateDir); held {
+				// Another daemon took the lock first (one started meanwhile by another
+				// command): the one started here refused to run beside it; follow that one.
+				ended = lockReleased(g.stateDir, pid)
+				continue
 			}
 			return fmt.Errorf("the osd daemon exited at start (%v); see %s", why, filepath.Join(g.stateDir, "logs", "daemon.log"))
 		}
