@@ -37,7 +37,7 @@ func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serv
 	run("chassis_private", ovnDB("ovn-sbctl", "sb", "--columns=name,nb_cfg,external_ids", "list", "Chassis_Private"), 30)
 	run("ovn-nbctl show", ovnDB("ovn-nbctl", "nb", "show"), 60)
 
-	tap := "tap" + portID[:min(11, len(portID))]
+	tap := tapName(portID)
 	run(node+" tap "+tap, in("ip", "-s", "link", "show", tap), 20)
 	run(node+" ovs interface "+tap, in("ovs-vsctl", "--columns=name,ofport,error,admin_state,link_state,mtu,external_ids", "list", "Interface", tap), 20)
 	run(node+" ovs-vsctl show", in("ovs-vsctl", "show"), 60)
@@ -57,6 +57,10 @@ func serverNetDiagnostics(n *node, in func(args ...string) *exec.Cmd, node, serv
 	}
 	return b.String()
 }
+
+// tapName is the host interface Nova and os-vif name for a Neutron port: "tap" and the
+// first 11 characters of its ID.
+func tapName(portID string) string { return "tap" + portID[:min(11, len(portID))] }
 
 // tunnelDiagnostics is what a ping that does not cross the Geneve tunnel between the
 // nodes needs to be understood, taken from both nodes (each entry of nodes runs a command

@@ -580,7 +580,7 @@ func tapState(n *node, serverID string) string {
 	if err != nil || portID == "" {
 		return fmt.Sprintf("no port (%v)", err)
 	}
-	tap := "tap" + portID[:min(11, len(portID))]
+	tap := tapName(portID)
 	b, err := exec.Command("ip", "-br", "link", "show", "dev", tap).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("tap %s: %v %s", tap, err, strings.TrimSpace(string(b)))
