@@ -337,9 +337,10 @@ type heatDeployment struct {
 }
 
 // heatDeployments: with one replica, heat-api, heat-api-cfn and heat-engine run in one
-// process, heat-server (files/heat-server.py), serving both APIs.
+// process, heat-server (files/heat-server.py), serving both APIs, started at the first API
+// request (onDemand, the default).
 var heatDeployments = []heatDeployment{
-	{name: "heat-server", command: []string{"/usr/bin/python3", "-c", "", "--config-file", "/etc/heat/heat.conf"}, ports: []int32{8004, 8000}, component: "server"},
+	{name: "heat-server", command: []string{"/usr/bin/python3", "-c", "", "--on-demand", "--config-file", "/etc/heat/heat.conf"}, ports: []int32{8004, 8000}, component: "server"},
 }
 
 // heatHADeployments: with more replicas (the HA profile), each service is a Deployment.
@@ -618,6 +619,17 @@ func TestHeatOverrides(t *testing.T) {
 		if *d.Spec.Replicas != 3 {
 			t.Errorf("HA profile %s replicas = %d, want 3", name, *d.Spec.Replicas)
 		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if slices.Contains(c.Command, "--on-demand") {
+				t.Errorf("HA profile %s command %q has --on-demand, want Heat started with the pod", name, c.Command)
+			}
+		}
+	}
+	// onDemand false: heat-server starts Heat with the pod.
+	eager, _, _ := hhRender(t, "heat", hhOverrides("heat", map[string]any{"onDemand": false}))
+	c := containerByName(eager.deployments["heat-server"].Spec.Template.Spec.Containers, "heat-server")
+	if got := c.Command[3:]; !reflect.DeepEqual(got, []string{"--config-file", "/etc/heat/heat.conf"}) {
+		t.Errorf("onDemand false: heat-server arguments %q, want only --config-file /etc/heat/heat.conf", got)
 	}
 }
 
@@ -1284,6 +1296,16 @@ t=$(now)
 	sc := containerByName(server.Containers, "heat-server")
 	script.WriteString(podFiles(t, server, sc, hdir, work, done, secrets))
 	fmt.Fprintf(&script, "serve %d $S/heat-server.log %s\n", *server.SecurityContext.RunAsUser, podCommand(t, sc, secrets))
+	// On demand: until a request that is not a probe, the gate answers the kubelet's and
+	// osd's probes and a bare TCP connection without importing Heat.
+	fmt.Fprintf(&script, `i=0; until grep -q '^heat-server: holding' $S/heat-server.log || [ $i -ge 150 ]; do i=$((i+1)); sleep 0.1; done
+result heat_gate_kube_probe $(curl -m 5 -s -o $S/gate.txt -w '%%{http_code}' -A kube-probe/1.31 http://127.0.0.1:8004/) $(grep -c '^heat-server: Heat starts at the first API request$' $S/gate.txt)
+result heat_gate_osd_probe $(curl -m 5 -s -o /dev/null -w '%%{http_code}' -A %[2]s http://127.0.0.1:8000/)
+(exec 3<>/dev/tcp/127.0.0.1/8004) && result heat_gate_tcp 0 || result heat_gate_tcp 1
+sleep 1
+result heat_gate_idle_rss_kib $(rss %[1]d)
+result heat_gate_started_idle $(grep -c '^heat-server: starting Heat' $S/heat-server.log)
+`, *server.SecurityContext.RunAsUser, shq(deploy.ProbeUserAgent))
 	for _, api := range heatServices {
 		url := fmt.Sprintf("http://127.0.0.1:%d/", api.port)
 		fmt.Fprintf(&script, "result %s $(wait_http %s 120) $(since $t)\ncurl -m 10 -s %s > $S/%s.json\n", api.name, shq(url), shq(url), api.name)
@@ -1300,6 +1322,7 @@ i=0; until grep -q connected $S/listener.log || [ $i -ge 50 ]; do i=$((i+1)); sl
 if as %d $S/probe.log %s; then result engine_probe_connected 0; else result engine_probe_connected 1; fi
 `, uid, engineProbe, uid, engineProbe)
 	fmt.Fprintf(&script, `result heat_rss_kib $(rss %[1]d)
+result heat_gate_started $(grep -c '^heat-server: starting Heat for a request on port 8004 (GET)$' $S/heat-server.log)
 ps -u %[1]d -o pid=,rss=,args= | cut -c1-120
 result heat_server_processes $(ps -u %[1]d -o args= | grep -c '^/usr/bin/python3 -c # heat-server:' || true)
 result heat_server_services $(grep -c 'heat-server running api, api_cfn, engine in one process' $S/heat-server.log || true)
@@ -1433,8 +1456,21 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	check("heat_wait_db_before", 3, "0")
 	check("heat_db_sync", 0, "0")
 	check("heat_wait_db_after", 0, "0")
+	check("heat_gate_kube_probe", 0, "200")
+	check("heat_gate_kube_probe", 1, "1")
+	check("heat_gate_osd_probe", 0, "200")
+	check("heat_gate_tcp", 0, "0")
+	check("heat_gate_started_idle", 0, "0")
+	// The first request (curl's GET / on heat-api) started Heat, and was answered by it.
+	check("heat_gate_started", 0, "1")
 	check("heat-api", 0, "300")
 	check("heat-api-cfn", 0, "300")
+	gateRSS, _ := strconv.Atoi(field("heat_gate_idle_rss_kib", 0))
+	heatRSS, _ := strconv.Atoi(field("heat_rss_kib", 0))
+	if gateRSS <= 0 || gateRSS > 30*1024 || heatRSS < 3*gateRSS {
+		t.Errorf("heat-server RSS %d KiB before its first request, %d KiB after: want under 30 MiB before and Heat loaded after", gateRSS, heatRSS)
+		failed = true
+	}
 	check("engine_probe_unconnected", 0, "1")
 	check("engine_probe_connected", 0, "0")
 	check("heat_engine_critical", 0, "0")
@@ -1505,8 +1541,8 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	if failed {
 		logs()
 	}
-	t.Logf("keystone setup %s s; horizon: check %s s, login page after %s s, RSS %s KiB before the first request and %s KiB after (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-server %s KiB; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
-		field("keystone_setup", 0), field("horizon_check", 1), field("horizon_login", 1), field("horizon_idle_rss_kib", 0), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_rss_kib", 0),
+	t.Logf("keystone setup %s s; horizon: check %s s, login page after %s s, RSS %s KiB before the first request and %s KiB after (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-server %s KiB before its first request and %s KiB after; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
+		field("keystone_setup", 0), field("horizon_check", 1), field("horizon_login", 1), field("horizon_idle_rss_kib", 0), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_gate_idle_rss_kib", 0), field("heat_rss_kib", 0),
 		field("step_keystone-register_1", 1), field("step_keystone-register-cfn_1", 1), field("step_stack-domain_1", 1),
 		field("step_keystone-register_2", 1), field("step_keystone-register-cfn_2", 1), field("step_stack-domain_2", 1))
 }

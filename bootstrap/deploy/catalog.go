@@ -30,6 +30,11 @@ type Port struct {
 	Probe string
 }
 
+// ProbeUserAgent is the User-Agent of osd's GETs of ProbePath. A service started on demand
+// answers a request from it (as one from the kubelet's kube-probe/) without starting:
+// heat-server's gate (charts/heat/files/heat-server.py) starts Heat only for other requests.
+const ProbeUserAgent = "osd-probe"
+
 // ProbePath is the path osd GETs to tell that the port answers: Probe, else Path.
 func (p Port) ProbePath() string {
 	if p.Probe != "" {

@@ -64,6 +64,7 @@ func probe(ctx context.Context, hc *http.Client, url string) string {
 	if err != nil {
 		return err.Error()
 	}
+	req.Header.Set("User-Agent", deploy.ProbeUserAgent)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Sprintf("%s does not answer: %v", url, err)
