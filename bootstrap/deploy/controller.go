@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,10 +151,23 @@ func (c *Controller) EnsureDeployment(ctx context.Context, apiext apiextensions.
 		if err != nil {
 			return err
 		}
+		if sameSpec(have.Spec, spec) {
+			return nil // a re-run: nothing to write
+		}
 		have.Spec = spec
 		_, err = deps.Update(ctx, have)
 		return err
 	})
+}
+
+// sameSpec says whether two specs are one (as stored: their JSON).
+func sameSpec(a, b DeploymentSpec) bool {
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return false
+	}
+	jb, err := json.Marshal(b)
+	return err == nil && bytes.Equal(ja, jb)
 }
 
 func (c *Controller) ensureNamespace(ctx context.Context, ns string) error {

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
@@ -370,4 +371,39 @@ type countingReleases struct {
 func (c *countingReleases) Apply(ctx context.Context, ch *chart.Chart, ns, name string, values map[string]any) (helmclient.Release, error) {
 	c.calls[name]++
 	return c.Releases.Apply(ctx, ch, ns, name, values)
+}
+
+// sameSpec: a spec equals itself after the JSON round trip the stored object takes; any
+// change (an image, a service's values) is a difference.
+func TestSameSpec(t *testing.T) {
+	base := DeploymentSpec{Profile: "single-node", Features: Features{Storage: StorageCeph},
+		Common: map[string]any{"replicas": 1}, Images: map[string]string{"openstack": "localhost/osd/openstack:a"},
+		Services: map[string]ServiceSpec{"heat": {Overrides: map[string]any{"onDemand": false}}}}
+	raw, err := json.Marshal(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored DeploymentSpec
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	image := stored
+	image.Images = map[string]string{"openstack": "localhost/osd/openstack:b"}
+	values := stored
+	values.Services = map[string]ServiceSpec{"heat": {Overrides: map[string]any{"onDemand": true}}}
+	for _, tc := range []struct {
+		name string
+		a, b DeploymentSpec
+		want bool
+	}{
+		{"itself", base, base, true},
+		{"as stored", base, stored, true},
+		{"another image", base, image, false},
+		{"other values", base, values, false},
+		{"empty", DeploymentSpec{}, base, false},
+	} {
+		if got := sameSpec(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameSpec = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -2,7 +2,9 @@ package deploy
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -32,6 +34,15 @@ func EnsureCRD(ctx context.Context, client apiextensions.Interface) error {
 	if err != nil {
 		return err
 	}
+	// The embedded manifest's hash and the generation of the spec written from it, kept in
+	// an annotation: a CRD that has both and is established needs no update and no wait.
+	// (The API server defaults fields of the spec, so the stored spec never equals the
+	// manifest's; a change of the spec by anyone else bumps its generation.)
+	sum := sha256.Sum256(crdYAML)
+	hash := hex.EncodeToString(sum[:])
+	written := func(c *apiextensionsv1.CustomResourceDefinition) string {
+		return fmt.Sprintf("%s@%d", hash, c.Generation)
+	}
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
 	have, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
@@ -41,26 +52,49 @@ func EnsureCRD(ctx context.Context, client apiextensions.Interface) error {
 		}
 	case err != nil:
 		return fmt.Errorf("get crd %s: %w", want.Name, err)
+	case have.Annotations[crdHashAnnotation] == written(have) && established(have):
+		return nil
 	default:
 		have.Spec = want.Spec
 		if _, err := crds.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update crd %s: %w", want.Name, err)
 		}
 	}
+	var ready *apiextensionsv1.CustomResourceDefinition
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		c, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil {
+		if err != nil || !established(c) {
 			return false, nil
 		}
-		for _, cond := range c.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		ready = c
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("crd %s not established: %w", want.Name, err)
 	}
+	if ready.Annotations[crdHashAnnotation] != written(ready) {
+		// Metadata only: the generation stays. Should this fail, the next run writes the
+		// spec again and retries.
+		if ready.Annotations == nil {
+			ready.Annotations = map[string]string{}
+		}
+		ready.Annotations[crdHashAnnotation] = written(ready)
+		if _, err := crds.Update(ctx, ready, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("annotate crd %s: %w", want.Name, err)
+		}
+	}
 	return nil
+}
+
+// crdHashAnnotation holds "SHA256@GENERATION": the hash of the manifest the CRD's spec was
+// last written from, and the generation that write gave it.
+const crdHashAnnotation = "osd.io/manifest-sha256"
+
+func established(c *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
@@ -86,6 +87,7 @@ func TestEnsureCRD(t *testing.T) {
 	// Second call updates the existing CRD to the embedded spec.
 	crd, _ := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, Resource+"."+Group, metav1.GetOptions{})
 	crd.Spec.Names.ShortNames = []string{"changed"}
+	crd.Generation++ // as the API server does on a change of the spec
 	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +97,23 @@ func TestEnsureCRD(t *testing.T) {
 	crd, _ = client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, Resource+"."+Group, metav1.GetOptions{})
 	if !reflect.DeepEqual(crd.Spec.Names.ShortNames, []string{"osdep"}) {
 		t.Fatalf("EnsureCRD() left short names %v, want [osdep]", crd.Spec.Names.ShortNames)
+	}
+	// The CRD written from this manifest and established: one read, nothing written.
+	client.ClearActions()
+	if err := EnsureCRD(ctx, client); err != nil {
+		t.Fatalf("EnsureCRD() on an up-to-date CRD error = %v", err)
+	}
+	if acts := client.Actions(); len(acts) != 1 || acts[0].GetVerb() != "get" {
+		t.Errorf("EnsureCRD() on an up-to-date CRD made %d requests (%v), want one get", len(acts), acts)
+	}
+	// Not established (yet): it waits, and does not return before.
+	crd.Status.Conditions = nil
+	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if err := EnsureCRD(short, client); err == nil {
+		t.Errorf("EnsureCRD() on a CRD that is not established returned nil, want it to wait (and time out here)")
 	}
 }

@@ -75,7 +75,29 @@ func DefaultSecrets() []SecretSpec {
 // Secret lacks. An existing key is never regenerated or changed. Values are never logged
 // and never appear in returned errors.
 func EnsureSecrets(ctx context.Context, client kubernetes.Interface, ns string, specs []SecretSpec) error {
+	// One list of the Secrets osd made (every pass of the controller and every osd init
+	// runs this): a Secret found there with all its keys needs nothing; any other is read
+	// and made or completed one by one.
+	complete := map[string]bool{}
+	if list, err := client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=osd"}); err == nil {
+		for _, s := range list.Items {
+			complete[s.Name] = true
+			for _, spec := range specs {
+				if spec.Name != s.Name {
+					continue
+				}
+				for k := range spec.Keys {
+					if _, ok := s.Data[k]; !ok {
+						complete[s.Name] = false
+					}
+				}
+			}
+		}
+	}
 	for _, spec := range specs {
+		if complete[spec.Name] {
+			continue
+		}
 		if err := ensureSecret(ctx, client, ns, spec, rand.Reader); err != nil {
 			return err
 		}

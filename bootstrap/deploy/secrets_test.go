@@ -6,12 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"regexp"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // The fake clientset stands in for the API server here (the brief allows it for this unit);
@@ -77,6 +79,24 @@ func TestEnsureSecrets(t *testing.T) {
 	}
 	if got := first["rabbitmq-credentials"]["erlang-cookie"]; len(got) != 64 {
 		t.Errorf("EnsureSecrets() did not add the missing erlang-cookie to an existing secret")
+	}
+
+	// Re-run with nothing missing: one list of osd's Secrets, and a read of the one the
+	// user made (not labelled as osd's), nothing written.
+	client.ClearActions()
+	if err := EnsureSecrets(ctx, client, Namespace, specs); err != nil {
+		t.Fatalf("EnsureSecrets() no-op run error = %v", err)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		v := a.GetVerb()
+		if g, ok := a.(k8stesting.GetAction); ok {
+			v += " " + g.GetName()
+		}
+		verbs = append(verbs, v)
+	}
+	if !reflect.DeepEqual(verbs, []string{"list", "get rabbitmq-credentials"}) {
+		t.Errorf("EnsureSecrets() with every Secret complete made requests %q, want a list and a get of rabbitmq-credentials", verbs)
 	}
 
 	// Re-run: nothing changes. Add a key to the spec: only it is generated.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +16,9 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
@@ -28,15 +33,27 @@ type ValuesHasher func(map[string]any) (string, error)
 type Client struct {
 	newConfig func(ns string) (*action.Configuration, error)
 	hash      ValuesHasher
+	// records says which records (Secrets, with their resource versions) a release has
+	// now, as one string; nil: Get always reads the release.
+	records func(ns, name string) (string, error)
 
 	mu      sync.Mutex
 	configs map[string]*action.Configuration
+	// described is Get's last answer per namespace/name and the records it was read from:
+	// reading a release decodes every kept revision (gzip and JSON of the chart and its
+	// manifest), which each controller pass and each osd init did for every release.
+	described map[string]describedRelease
+}
+
+type describedRelease struct {
+	records string
+	rel     Release
 }
 
 // New returns a Client for the cluster at cfg, storing release records as Secrets in each
 // release's namespace (Helm's default driver).
 func New(cfg *rest.Config, hash ValuesHasher, log *slog.Logger) *Client {
-	return NewWithConfigs(func(ns string) (*action.Configuration, error) {
+	c := NewWithConfigs(func(ns string) (*action.Configuration, error) {
 		ac := &action.Configuration{}
 		debug := func(format string, v ...any) {
 			log.Debug(fmt.Sprintf(format, v...), "component", "helm", "namespace", ns)
@@ -46,12 +63,35 @@ func New(cfg *rest.Config, hash ValuesHasher, log *slog.Logger) *Client {
 		}
 		return ac, nil
 	}, hash)
+	if meta, err := metadata.NewForConfig(cfg); err == nil {
+		c.records = func(ns, name string) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			list, err := meta.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(ns).List(ctx,
+				metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
+			if err != nil {
+				return "", err
+			}
+			keys := make([]string, 0, len(list.Items))
+			for _, it := range list.Items {
+				keys = append(keys, it.Name+"@"+it.ResourceVersion)
+			}
+			return recordsKey(keys), nil
+		}
+	}
+	return c
+}
+
+// recordsKey is one string for a release's records, whatever order they were listed in.
+func recordsKey(keys []string) string {
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
 }
 
 // NewWithConfigs returns a Client whose per-namespace configurations come from newConfig
 // (tests hand in the in-memory driver and a fake kube client).
 func NewWithConfigs(newConfig func(ns string) (*action.Configuration, error), hash ValuesHasher) *Client {
-	return &Client{newConfig: newConfig, hash: hash, configs: map[string]*action.Configuration{}}
+	return &Client{newConfig: newConfig, hash: hash, configs: map[string]*action.Configuration{}, described: map[string]describedRelease{}}
 }
 
 func (c *Client) config(ns string) (*action.Configuration, error) {
@@ -91,7 +131,24 @@ func (c *Client) Get(ns, name string) (Release, error) {
 	if err != nil {
 		return Release{}, err
 	}
-	return c.last(ac, name)
+	// Unchanged records (same Secrets, same resource versions): the same release.
+	records := ""
+	if c.records != nil {
+		if records, err = c.records(ns, name); err != nil {
+			records = ""
+		}
+	}
+	key := ns + "/" + name
+	if d, ok := c.described[key]; ok && records != "" && d.records == records {
+		return d.rel, nil
+	}
+	rel, err := c.last(ac, name)
+	if err != nil || records == "" {
+		delete(c.described, key)
+		return rel, err
+	}
+	c.described[key] = describedRelease{records: records, rel: rel}
+	return rel, nil
 }
 
 func (c *Client) last(ac *action.Configuration, name string) (Release, error) {

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefakeclient "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 )
@@ -236,5 +237,83 @@ func TestApplyLeavesChartAndValuesAlone(t *testing.T) {
 	}
 	if string(valsBefore) != string(valsAfter) {
 		t.Errorf("values after Apply = %s, want unchanged %s", valsAfter, valsBefore)
+	}
+}
+
+// TestGetReadsReleaseOnceWhileRecordsStay: Get decodes a release again only when its
+// records (the Secrets and their resource versions) changed.
+func TestGetReadsReleaseOnceWhileRecordsStay(t *testing.T) {
+	store := kubefakeclient.NewSimpleClientset()
+	newCfg := func(ns string) (*action.Configuration, error) {
+		return &action.Configuration{
+			Releases:     storage.Init(driver.NewSecrets(store.CoreV1().Secrets(ns))),
+			KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
+			Capabilities: chartutil.DefaultCapabilities,
+			Log:          func(string, ...any) {},
+		}, nil
+	}
+	c := NewWithConfigs(newCfg, hashJSON)
+	listed := 0
+	c.records = func(ns, name string) (string, error) {
+		listed++
+		list, err := store.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
+		if err != nil {
+			return "", err
+		}
+		var keys []string
+		for _, s := range list.Items {
+			keys = append(keys, s.Name+"@"+s.ResourceVersion)
+		}
+		return recordsKey(keys), nil
+	}
+	// reads counts the Helm driver's reads of the records (lists of Secrets not made by
+	// c.records).
+	reads := func() int {
+		n := 0
+		for _, a := range store.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "secrets" {
+				n++
+			}
+		}
+		return n - listed
+	}
+	ch, _, _ := LoadChart(testFS, "app")
+	if _, err := c.Apply(context.Background(), ch, "ns1", "web", map[string]any{"replicas": 1}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Get("ns1", "web")
+	if err != nil || first.Revision != 1 {
+		t.Fatalf("Get() = revision %d, %v; want 1", first.Revision, err)
+	}
+	before := reads()
+	for i := 0; i < 3; i++ {
+		again, err := c.Get("ns1", "web")
+		if err != nil || again != first {
+			t.Fatalf("Get() again = %+v, %v; want %+v", again, err, first)
+		}
+	}
+	if got := reads() - before; got != 0 {
+		t.Errorf("Get() with the same records read the release %d more times, want 0", got)
+	}
+	// A new revision: new records, read again.
+	if _, err := c.Apply(context.Background(), ch, "ns1", "web", map[string]any{"replicas": 2}); err != nil {
+		t.Fatal(err)
+	}
+	before = reads()
+	second, err := c.Get("ns1", "web")
+	if err != nil || second.Revision != 2 || second.ValuesHash == first.ValuesHash {
+		t.Fatalf("Get() after an upgrade = %+v, %v; want revision 2 with the new values' hash", second, err)
+	}
+	if reads() == before {
+		t.Errorf("Get() after an upgrade did not read the release again")
+	}
+	// Records that cannot be listed: read every time.
+	c.records = func(string, string) (string, error) { return "", errors.New("no API") }
+	before = reads()
+	if _, err := c.Get("ns1", "web"); err != nil {
+		t.Fatal(err)
+	}
+	if reads() == before {
+		t.Errorf("Get() without a list of the records used its cache")
 	}
 }
