@@ -455,8 +455,12 @@ func TestHeatChart(t *testing.T) {
 				if *dep.Spec.Replicas != layout.replicas || dep.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != d.component {
 					t.Errorf("%s: %s replicas %d selector %v, want %d and component %s", layout.name, d.name, *dep.Spec.Replicas, dep.Spec.Selector.MatchLabels, layout.replicas, d.component)
 				}
-				if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, []string{"config-render", "wait-db"}) {
-					t.Errorf("%s: %s init containers = %v, want [config-render wait-db]", layout.name, d.name, names)
+				wantInit := []string{"config-render", "wait-db"}
+				if d.name == "heat-server" {
+					wantInit = append(wantInit, "heat-check") // started on demand: its configuration is proven first
+				}
+				if names := hhNames(pod.InitContainers); !reflect.DeepEqual(names, wantInit) {
+					t.Errorf("%s: %s init containers = %v, want %v", layout.name, d.name, names, wantInit)
 				} else {
 					checkWaitDBStep(t, pod.InitContainers[1], []string{"/etc/heat/heat.conf", "database", "migrate:heat/db/sqlalchemy/migrate_repo", "heat-init", "1800"})
 				}
@@ -1295,6 +1299,23 @@ t=$(now)
 	// heat-server, both APIs and the engine in one process, as its Deployment runs it.
 	sc := containerByName(server.Containers, "heat-server")
 	script.WriteString(podFiles(t, server, sc, hdir, work, done, secrets))
+	// heat-check, as the pod runs it before the gate: passing with the rendered heat.conf,
+	// failing with a configuration whose API pipeline does not exist.
+	heatCheck := containerByName(server.InitContainers, "heat-check")
+	if heatCheck == nil {
+		t.Fatal("heat-server has no heat-check init container")
+	}
+	if got := heatCheck.Command[3:]; !reflect.DeepEqual(got, []string{"--check", "--config-file", "/etc/heat/heat.conf"}) {
+		t.Errorf("heat-check arguments %q, want --check --config-file /etc/heat/heat.conf", got)
+	}
+	brokenCheck := heatCheck.DeepCopy()
+	brokenCheck.Command = append(brokenCheck.Command, "--config-file", "/tmp/heat-broken.conf")
+	broken := podCommand(t, brokenCheck, secrets)
+	fmt.Fprintf(&script, `t=$(now)
+if as %[1]d $S/heat-check.log %[2]s; then result heat_check 0 $(since $t) $(grep -c '^heat-check: the configuration loads' $S/heat-check.log); else result heat_check $? $(since $t); tail -20 $S/heat-check.log; fi
+printf '[paste_deploy]\nflavor = nonexistent\n' > $R/tmp/heat-broken.conf; chmod 644 $R/tmp/heat-broken.conf
+if as %[1]d $S/heat-check-broken.log %[3]s; then result heat_check_broken 0; else result heat_check_broken 1 $(grep -c 'heat-api-nonexistent' $S/heat-check-broken.log); tail -3 $S/heat-check-broken.log; fi
+`, *server.SecurityContext.RunAsUser, podCommand(t, heatCheck, secrets), broken)
 	fmt.Fprintf(&script, "serve %d $S/heat-server.log %s\n", *server.SecurityContext.RunAsUser, podCommand(t, sc, secrets))
 	// On demand: until a request that is not a probe, the gate answers the kubelet's and
 	// osd's probes and a bare TCP connection without importing Heat.
@@ -1456,6 +1477,13 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	check("heat_wait_db_before", 3, "0")
 	check("heat_db_sync", 0, "0")
 	check("heat_wait_db_after", 0, "0")
+	check("heat_check", 0, "0")
+	check("heat_check", 2, "1")
+	check("heat_check_broken", 0, "1")
+	if n, _ := strconv.Atoi(field("heat_check_broken", 1)); n < 1 {
+		t.Errorf("heat-check with a missing paste pipeline failed without naming it (heat-api-nonexistent)")
+		failed = true
+	}
 	check("heat_gate_kube_probe", 0, "200")
 	check("heat_gate_kube_probe", 1, "1")
 	check("heat_gate_osd_probe", 0, "200")
@@ -1541,8 +1569,8 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 	if failed {
 		logs()
 	}
-	t.Logf("keystone setup %s s; horizon: check %s s, login page after %s s, RSS %s KiB before the first request and %s KiB after (uid 905); heat: db_sync %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-server %s KiB before its first request and %s KiB after; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
-		field("keystone_setup", 0), field("horizon_check", 1), field("horizon_login", 1), field("horizon_idle_rss_kib", 0), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_gate_idle_rss_kib", 0), field("heat_rss_kib", 0),
+	t.Logf("keystone setup %s s; horizon: check %s s, login page after %s s, RSS %s KiB before the first request and %s KiB after (uid 905); heat: db_sync %s s, heat-check %s s, heat-api %s s, heat-api-cfn %s s after start, RSS of heat-server %s KiB before its first request and %s KiB after; steps (1st run) keystone-register %s s, keystone-register-cfn %s s, stack-domain %s s; (2nd run) %s s, %s s, %s s",
+		field("keystone_setup", 0), field("horizon_check", 1), field("horizon_login", 1), field("horizon_idle_rss_kib", 0), field("horizon_rss_kib", 0), field("heat_db_sync", 1), field("heat_check", 1), field("heat-api", 1), field("heat-api-cfn", 1), field("heat_gate_idle_rss_kib", 0), field("heat_rss_kib", 0),
 		field("step_keystone-register_1", 1), field("step_keystone-register-cfn_1", 1), field("step_stack-domain_1", 1),
 		field("step_keystone-register_2", 1), field("step_keystone-register-cfn_2", 1), field("step_stack-domain_2", 1))
 }

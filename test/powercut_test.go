@@ -253,9 +253,17 @@ func (n *node) recoverAPIs(t testing.TB, endpoints map[string][]string, timeout 
 	t.Helper()
 	t0 := time.Now()
 	hc := &http.Client{Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// Heat starts at its first request that is not a probe (heat-server's gate answers the
+	// probes meanwhile): that request waits for Heat's start, tens of seconds on a host
+	// that is bringing the whole cloud back.
+	onDemand := &http.Client{Timeout: 90 * time.Second, CheckRedirect: hc.CheckRedirect}
 	answers := func(rel string) string {
+		c := hc
+		if rel == "heat" {
+			c = onDemand
+		}
 		for _, u := range endpoints[rel] {
-			resp, err := hc.Get(u)
+			resp, err := c.Get(u)
 			if err != nil {
 				return err.Error()
 			}

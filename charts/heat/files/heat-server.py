@@ -1,7 +1,7 @@
 # heat-server: heat-api, heat-api-cfn and heat-engine in one Python process (the
 # single-replica layout).
 #
-# Usage: python3 -c <this program> [--on-demand] --config-file /etc/heat/heat.conf
+# Usage: python3 -c <this program> [--on-demand | --check] --config-file /etc/heat/heat.conf
 #
 # Each of Debian's heat-api, heat-api-cfn and heat-engine is an interpreter of its own with
 # Heat imported (about 100-135 MiB each, idle). Heat's own heat-all (heat.cmd.all, not
@@ -19,7 +19,9 @@
 # connections that close without a request); the first other request starts Heat in this
 # process on the same sockets, and that request, held meanwhile, is passed on to Heat's
 # API once it serves (Heat's start takes seconds). From then on Heat runs as without the
-# flag, until the pod ends.
+# flag, until the pod ends. With --check it loads the configuration and builds both APIs'
+# applications, then exits (the pod's heat-check init container, so that a configuration
+# Heat cannot load fails the pod at its start, not at the first request).
 import sys
 
 
@@ -217,7 +219,10 @@ def on_demand_gate(argv):
 
 
 gate = None
-if sys.argv[1:2] == ["--on-demand"]:
+checking = sys.argv[1:2] == ["--check"]
+if checking:
+    del sys.argv[1]
+elif sys.argv[1:2] == ["--on-demand"]:
     del sys.argv[1]
     gate = on_demand_gate(sys.argv[1:])
     if gate is not None:
@@ -249,8 +254,31 @@ def serve_on_the_gates_sockets():
     wsgi.get_socket = get_socket
 
 
+def check():
+    """--check: what Heat's APIs read at their start, without serving anything.
+
+    The on-demand pod runs this once before its gate (an init container): a
+    configuration Heat cannot load, or an API whose application does not build, fails
+    the pod at its start instead of at a user's first request.
+    """
+    from heat.common import config
+    from heat.common import messaging
+    from heat import version
+
+    logging.register_options(cfg.CONF)
+    for prog in ("heat-api", "heat-api-cfn"):
+        cfg.CONF(project="heat", prog=prog, version=version.version_info.version_string())
+        config.set_config_defaults()
+        messaging.setup()  # the transport the APIs' RPC clients take (it connects at first use)
+        config.load_paste_app()
+    print("heat-check: the configuration loads and both APIs' applications build", flush=True)
+
+
 def main():
     sys.argv[0] = "/usr/bin/heat-server"
+    if checking:
+        check()
+        return
     if gate is not None:
         serve_on_the_gates_sockets()
     threads = heat_all.launch_all()

@@ -57,7 +57,8 @@ the stack owner and stack user roles, and the owner role for admin on project ad
 {{/*
 One heat Deployment running a heat program with the rendered heat.conf:
 (dict "ctx" $ "name" "heat-api" "component" "api" "command" (list ...) "port" 8004), plus
-"cfnPort" 8000 for heat-server, which serves both APIs.
+"cfnPort" 8000 for heat-server, which serves both APIs, and "check" (a command) for an
+init container heat-check that runs before the service.
 A port gives HTTP probes on GET / (the version document, no token); without one the
 probes check that the process holds a connection to RabbitMQ's port 5672 (heat-engine).
 */}}
@@ -88,6 +89,18 @@ spec:
         {{- include "osd-lib.configRender" $args | nindent 8 }}
         {{- /* Not before the heat-init Job's db sync: on missing tables heat's engine exits. */}}
         {{- include "osd-lib.waitDBStep" (merge (dict "file" "heat.conf" "conf" "/etc/heat/heat.conf" "section" "database" "schema" "migrate:heat/db/sqlalchemy/migrate_repo" "job" "heat-init") $args) | nindent 8 }}
+        {{- with .check }}
+        {{- /* Heat started on demand: its configuration and API applications are loaded
+        once here, so that what Heat cannot load fails the pod now, not a user's first
+        request. */}}
+        - name: heat-check
+          image: {{ include "osd-lib.image" $args }}
+          imagePullPolicy: Never
+          command:
+            {{- toYaml . | nindent 12 }}
+          volumeMounts:
+            {{- include "osd-lib.configMounts" (dict "files" (dict "heat.conf" "/etc/heat/heat.conf")) | nindent 12 }}
+        {{- end }}
       containers:
         - name: {{ .name }}
           image: {{ include "osd-lib.image" $args }}
