@@ -98,6 +98,7 @@ def on_demand_gate(argv):
     gate = Gate()
     gate.wanted.acquire()
     pending = {}  # connection -> [bytes read, deadline, listening port]
+    max_pending = 256  # connections without a whole request head yet (each gets 10 s)
     held = []  # (connection, bytes read, listening port) of requests for Heat
 
     def pump(src, dst):
@@ -204,6 +205,9 @@ def on_demand_gate(argv):
                     continue  # Heat took it
                 except OSError as e:
                     say("accept on port %d: %s" % (port, e))
+                    continue
+                if len(pending) >= max_pending:  # many idle connections: refuse more
+                    conn.close()
                     continue
                 conn.setblocking(False)
                 pending[conn] = [b"", t + 10, port]
