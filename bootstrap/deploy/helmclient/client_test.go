@@ -192,9 +192,9 @@ func TestTemplate(t *testing.T) {
 // gzip, base64 in a Secret; client-go's fake clientset holds the Secret since no API server
 // runs in go test) and reads it back through a new Client: the values hash must be the one
 // computed before storage, whatever Go types the values had, or every re-run would upgrade.
-func TestValuesHashSurvivesSecretStorage(t *testing.T) {
-	store := kubefakeclient.NewSimpleClientset()
-	newCfg := func(ns string) (*action.Configuration, error) {
+// secretsConfigs keeps releases as Secrets (Helm's default driver) in store, a fake clientset.
+func secretsConfigs(store *kubefakeclient.Clientset) func(ns string) (*action.Configuration, error) {
+	return func(ns string) (*action.Configuration, error) {
 		return &action.Configuration{
 			Releases:     storage.Init(driver.NewSecrets(store.CoreV1().Secrets(ns))),
 			KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
@@ -202,6 +202,11 @@ func TestValuesHashSurvivesSecretStorage(t *testing.T) {
 			Log:          func(string, ...any) {},
 		}, nil
 	}
+}
+
+func TestValuesHashSurvivesSecretStorage(t *testing.T) {
+	store := kubefakeclient.NewSimpleClientset()
+	newCfg := secretsConfigs(store)
 	vals := map[string]any{"replicas": 1, "ratio": 0.2, "big": int64(1) << 40, "gone": nil,
 		"nested": map[string]any{"list": []any{"a", 2, true}, "s": "x"}}
 	want, _ := hashJSON(vals)
@@ -244,14 +249,7 @@ func TestApplyLeavesChartAndValuesAlone(t *testing.T) {
 // records (the Secrets and their resource versions) changed.
 func TestGetReadsReleaseOnceWhileRecordsStay(t *testing.T) {
 	store := kubefakeclient.NewSimpleClientset()
-	newCfg := func(ns string) (*action.Configuration, error) {
-		return &action.Configuration{
-			Releases:     storage.Init(driver.NewSecrets(store.CoreV1().Secrets(ns))),
-			KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
-			Capabilities: chartutil.DefaultCapabilities,
-			Log:          func(string, ...any) {},
-		}, nil
-	}
+	newCfg := secretsConfigs(store)
 	c := NewWithConfigs(newCfg, hashJSON)
 	listed := 0
 	c.records = func(ns, name string) (string, error) {
