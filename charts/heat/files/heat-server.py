@@ -132,7 +132,7 @@ def on_demand_gate(argv):
         start_thread(pump, (conn, up))
         start_thread(pump, (up, conn))
 
-    def classify(conn, state):
+    def classify(state):
         head = state[0]
         if b"\r\n\r\n" not in head and len(head) < 16384:
             return None
@@ -180,7 +180,7 @@ def on_demand_gate(argv):
                         s.close()
                         continue
                     state[0] += b
-                    what = classify(s, state)
+                    what = classify(state)
                     if what is None:
                         continue
                     del pending[s]
