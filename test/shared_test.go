@@ -6,7 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +31,10 @@ var shared struct {
 	releases string         // Helm release revisions right after the deployment
 	took     time.Duration  // deployment, kill and re-converge included
 	down     bool           // torn down
+
+	group      string    // the end-to-end group running now ("" between groups)
+	groupStart time.Time // when it started
+	timings    []string  // the groups done, with their times
 }
 
 // allReleases are the Helm releases every deployed cloud has (optional ones, e.g. for
@@ -237,17 +244,78 @@ func interruptTeardown() {
 	})
 }
 
-// teardownBefore tears the shared cloud down a margin before the binary's -timeout ends
-// (the testing package then exits without running any cleanup). It returns a stop function.
-func teardownBefore(timeout time.Duration) func() {
-	if timeout <= 0 {
-		return func() {}
+// testDeadline reads OSD_TEST_DEADLINE: the Unix time (seconds) by which the test binary must
+// have exited, set by whoever kills it then (.ci/run sets it from CI's time limit). Empty is
+// no deadline.
+func testDeadline(v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
 	}
-	margin := min(5*time.Minute, timeout/10)
-	tm := time.AfterFunc(timeout-margin, func() {
-		teardownShared(fmt.Sprintf("the test binary's -timeout %s ends in %s", timeout, margin), true)
-	})
-	return func() { tm.Stop() }
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || sec <= 0 {
+		return time.Time{}, fmt.Errorf("OSD_TEST_DEADLINE=%q: want the Unix time in seconds by which the tests must have ended (e.g. $(( $(date +%%s) + 3600 )))", v)
+	}
+	return time.Unix(sec, 0), nil
+}
+
+// deadlineMargin is what tearing the shared cloud down, reporting and exiting may take.
+const deadlineMargin = 3 * time.Minute
+
+// teardownBefore tears the shared cloud down a margin before the binary's -timeout ends
+// (the testing package then exits without running any cleanup). When the deadline
+// (OSD_TEST_DEADLINE) comes first, the binary ends by itself deadlineMargin before it:
+// it names the group still running and fails, so that whoever would have killed it sees
+// why it took so long. It returns a stop function.
+func teardownBefore(start time.Time, timeout time.Duration, deadline time.Time) func() {
+	var timers []*time.Timer
+	if timeout > 0 {
+		margin := min(5*time.Minute, timeout/10)
+		timers = append(timers, time.AfterFunc(start.Add(timeout-margin).Sub(time.Now()), func() {
+			teardownShared(fmt.Sprintf("the test binary's -timeout %s ends in %s", timeout, margin), true)
+		}))
+	}
+	if !deadline.IsZero() && (timeout <= 0 || deadline.Before(start.Add(timeout))) {
+		timers = append(timers, time.AfterFunc(time.Until(deadline.Add(-deadlineMargin)), func() {
+			fmt.Print(deadlineReport(time.Now(), deadline))
+			teardownShared("OSD_TEST_DEADLINE", true)
+			os.Exit(2)
+		}))
+	}
+	return func() {
+		for _, tm := range timers {
+			tm.Stop()
+		}
+	}
+}
+
+// deadlineReport is what the binary prints when OSD_TEST_DEADLINE ends it: a failure line
+// for the end-to-end group still running (test/failures.sh repeats it) and the groups' times.
+func deadlineReport(now, deadline time.Time) string {
+	shared.mu.Lock()
+	group, since, done := shared.group, shared.groupStart, append([]string(nil), shared.timings...)
+	deploying, took := shared.tried && shared.took == 0, shared.took
+	shared.mu.Unlock()
+	running, name := "no end-to-end group (a test of its own, before or after them)", "OSD_TEST_DEADLINE"
+	switch {
+	case deploying:
+		running, name = "the shared cloud's deployment", "TestOpenStackE2E"
+	case group != "":
+		running = fmt.Sprintf("the end-to-end group %q, running for %s", group, now.Sub(since).Round(time.Second))
+		name = "TestOpenStackE2E/" + strings.ReplaceAll(group, " ", "_")
+	}
+	if took > 0 {
+		running += fmt.Sprintf("; the deployment took %s", took.Round(time.Second))
+	}
+	if len(done) == 0 {
+		done = []string{"none"}
+	}
+	// The message is placed as the testing package places a test's (file.go:N:, indented).
+	_, file, line, _ := runtime.Caller(0)
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- FAIL: %s (deadline)\n", name)
+	fmt.Fprintf(&b, "    %s:%d: OSD_TEST_DEADLINE (%s) is %s away: the tests are stopped; still running: %s; end-to-end groups done: %s\n",
+		filepath.Base(file), line, deadline.UTC().Format(time.RFC3339), deadline.Sub(now).Round(time.Second), running, strings.Join(done, ", "))
+	return b.String()
 }
 
 // A stage orders the groups of the end-to-end test.
@@ -304,6 +372,9 @@ func runGroups(t *testing.T, n *node) {
 	for _, g := range orderedGroups(e2eGroups) {
 		g := g
 		t0 := time.Now()
+		shared.mu.Lock()
+		shared.group, shared.groupStart = g.name, t0
+		shared.mu.Unlock()
 		ran := t.Run(g.name, func(t *testing.T) {
 			shared.mu.Lock()
 			broken := shared.broken
@@ -314,6 +385,9 @@ func runGroups(t *testing.T, n *node) {
 			g.run(t, n)
 		})
 		timings = append(timings, fmt.Sprintf("%s (%s) %s", g.name, g.stage, time.Since(t0).Round(time.Second)))
+		shared.mu.Lock()
+		shared.group, shared.timings = "", append([]string(nil), timings...)
+		shared.mu.Unlock()
 		if !ran && g.stage == stageDestructive {
 			markBroken("destructive group " + g.name + " failed")
 		}
