@@ -108,6 +108,25 @@ func (a AptDir) Fresh() bool {
 	return err == nil
 }
 
+// Usable says whether Resolve can answer from the lists as they are, fresh or not: they
+// were fetched from the current Sources (the stamp, which changed sources drop, is there)
+// and apt's package cache is built.
+func (a AptDir) Usable() bool {
+	var lines []string
+	for _, s := range a.Sources {
+		lines = append(lines, s.Line())
+	}
+	if old, err := os.ReadFile(filepath.Join(a.Dir, "sources.list")); err != nil || string(old) != strings.Join(lines, "\n")+"\n" {
+		return false
+	}
+	for _, f := range []string{"updated", filepath.Join("cache", "pkgcache.bin")} {
+		if _, err := os.Stat(filepath.Join(a.Dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // updateIfStale runs apt-get update when the lists are older than MaxAge and says
 // whether it did.
 func (a AptDir) updateIfStale(ctx context.Context, conf string) (bool, error) {

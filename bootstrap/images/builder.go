@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -78,6 +79,12 @@ type Builder struct {
 	// ListsMaxAge is how old the resolution package lists may get before
 	// they are refreshed (default 1h).
 	ListsMaxAge time.Duration
+	// RefreshLater lets BuildAll answer from lists older than ListsMaxAge when the
+	// store holds every image it was asked for at the keys those lists give: it then
+	// refreshes them in the background (a later BuildAll builds what changed) instead
+	// of before answering. Lists never fetched, changed sources or an image to build
+	// refresh them first, as without it.
+	RefreshLater bool
 	// Progress, if set, receives build progress (called from the builds'
 	// goroutines, possibly at the same time).
 	Progress func(Event)
@@ -94,8 +101,10 @@ type Builder struct {
 	// listsMu guards the shared apt state: a refresh of the lists holds it alone,
 	// resolutions and downloads (which only read the lists) share it.
 	listsMu    sync.RWMutex
-	downloadMu sync.Mutex // one download into the shared .deb cache at a time
-	treeMu     sync.Mutex // one extraction of a kept layer tree at a time
+	downloadMu sync.Mutex     // one download into the shared .deb cache at a time
+	treeMu     sync.Mutex     // one extraction of a kept layer tree at a time
+	refreshing atomic.Bool    // a background refresh of the lists runs
+	refreshWG  sync.WaitGroup // it
 }
 
 // Store returns the builder's image store.
@@ -144,15 +153,25 @@ func (b *Builder) aptDir(suite string) (AptDir, error) {
 }
 
 // resolve refreshes the lists if they are stale (alone), then resolves (beside other
-// resolutions and downloads).
-func (b *Builder) resolve(ctx context.Context, apt AptDir, base, pkgs []string) (map[string]string, error) {
-	if err := b.refresh(ctx, apt); err != nil {
-		return nil, err
+// resolutions and downloads). A session that takes stale lists (staleOK) resolves from
+// lists past their age that are otherwise usable, and records that it did.
+func (b *Builder) resolve(ctx context.Context, apt AptDir, base, pkgs []string, sess *session) (map[string]string, error) {
+	b.listsMu.RLock()
+	fresh, usable := apt.Fresh(), apt.Usable()
+	b.listsMu.RUnlock()
+	switch {
+	case fresh:
+	case sess != nil && sess.staleOK && usable:
+		sess.usedStale.Store(true)
+	default:
+		if err := b.refresh(ctx, apt); err != nil {
+			return nil, err
+		}
 	}
 	b.listsMu.RLock()
 	defer b.listsMu.RUnlock()
 	ro := apt
-	ro.MaxAge = 1 << 62 // refreshed above: never updated under the shared lock
+	ro.MaxAge = 1 << 62 // refreshed above or taken stale: never updated under the shared lock
 	return ro.Resolve(ctx, base, pkgs)
 }
 
@@ -173,17 +192,22 @@ func (b *Builder) refresh(ctx context.Context, apt AptDir) error {
 // CacheKey computes the key a recipe's image is cached under, and for a
 // Debian recipe the package versions its image holds (the whole chain's).
 func (b *Builder) CacheKey(ctx context.Context, r Recipe) (string, map[string]string, error) {
+	return b.cacheKey(ctx, r, nil)
+}
+
+// cacheKey is CacheKey within a session (nil: none).
+func (b *Builder) cacheKey(ctx context.Context, r Recipe, sess *session) (string, map[string]string, error) {
 	ch, err := chain(b.catalog(), r)
 	if err != nil {
 		return "", nil, err
 	}
-	return b.chainKey(ctx, ch)
+	return b.chainKey(ctx, ch, sess)
 }
 
 // chainKey is the cache key of the last recipe of ch: its recipe, its packages'
 // versions (resolved for the whole chain) and its base's key, so a changed base
 // rebuilds what is layered on it and a changed top rebuilds only the top.
-func (b *Builder) chainKey(ctx context.Context, ch []Recipe) (string, map[string]string, error) {
+func (b *Builder) chainKey(ctx context.Context, ch []Recipe, sess *session) (string, map[string]string, error) {
 	r := ch[len(ch)-1]
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\nrecipe %s\n", packerVersion, r.Hash())
@@ -191,7 +215,7 @@ func (b *Builder) chainKey(ctx context.Context, ch []Recipe) (string, map[string
 	switch r.Kind {
 	case KindDebian:
 		if len(ch) > 1 {
-			baseKey, _, err := b.chainKey(ctx, ch[:len(ch)-1])
+			baseKey, _, err := b.chainKey(ctx, ch[:len(ch)-1], sess)
 			if err != nil {
 				return "", nil, err
 			}
@@ -201,7 +225,7 @@ func (b *Builder) chainKey(ctx context.Context, ch []Recipe) (string, map[string
 		if err != nil {
 			return "", nil, err
 		}
-		vers, err = b.resolve(ctx, apt, baseSet(ch[0].Variant), chainPackages(ch))
+		vers, err = b.resolve(ctx, apt, baseSet(ch[0].Variant), chainPackages(ch), sess)
 		if err != nil {
 			return "", nil, fmt.Errorf("resolve packages: %w", err)
 		}
@@ -247,7 +271,7 @@ func (b *Builder) build(ctx context.Context, r Recipe, sess *session) (Result, e
 		return Result{}, err
 	}
 	b.emit(Event{Image: r.Name, Step: "resolve", Message: "resolving package versions"})
-	key, vers, err := b.chainKey(ctx, ch)
+	key, vers, err := b.chainKey(ctx, ch, sess)
 	if err != nil {
 		return Result{}, fmt.Errorf("build %s: %w", r.Name, err)
 	}
@@ -304,7 +328,7 @@ func (b *Builder) buildDebian(ctx context.Context, ch []Recipe, vers map[string]
 			return nil, err
 		}
 		clock.last = time.Now() // waiting for the base is not this image's time
-		if _, below, err := b.chainKey(ctx, ch[:len(ch)-1]); err == nil {
+		if _, below, err := b.chainKey(ctx, ch[:len(ch)-1], sess); err == nil {
 			total -= len(below)
 		}
 	}

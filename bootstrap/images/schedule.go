@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // session is one BuildAll (or Build): each image is built at most once in it (an image
@@ -16,6 +18,10 @@ type session struct {
 	mu      sync.Mutex
 	flights map[string]*flight
 	fetched map[string]*flight // recipe -> its .debs are in the shared cache
+	// staleOK lets the session's resolutions use lists older than their maximum age
+	// (Builder.RefreshLater; set before any of them runs); usedStale says one did.
+	staleOK   bool
+	usedStale atomic.Bool
 }
 
 type flight struct {
@@ -136,16 +142,26 @@ func (b *Builder) BuildAll(ctx context.Context, names ...string) ([]Result, erro
 	if err != nil {
 		return nil, err
 	}
-	plan, err := b.plan(ctx, catalog, recipes)
+	sess := newSession(b)
+	sess.staleOK = b.RefreshLater
+	plan, err := b.plan(ctx, catalog, recipes, sess)
 	if err != nil {
 		return nil, err
+	}
+	stale := sess.usedStale.Load()
+	if stale && !allCached(plan) {
+		// Something to build: it is built from current lists.
+		sess = newSession(b)
+		if plan, err = b.plan(ctx, catalog, recipes, sess); err != nil {
+			return nil, err
+		}
+		stale = false
 	}
 	b.cleanOnce.Do(func() {
 		if err := b.cleanStaleWork(); err != nil {
 			b.logger().Warn("what an interrupted build left", "err", err)
 		}
 	})
-	sess := newSession(b)
 	order := buildOrder(plan)
 	sess.prefetch(ctx, order)
 	results, err := sess.run(ctx, order, b.parallel())
@@ -158,8 +174,57 @@ func (b *Builder) BuildAll(ctx context.Context, names ...string) ([]Result, erro
 	if err == nil {
 		b.pruneDebs(plan)
 	}
+	if stale {
+		b.refreshBehind(recipes)
+	}
 	return out, err
 }
+
+// allCached says whether the store holds every planned image at its key (pure).
+func allCached(plan []planned) bool {
+	for _, p := range plan {
+		if !p.cached {
+			return false
+		}
+	}
+	return true
+}
+
+// refreshBehind refreshes, in the background, the lists of the recipes' suites that
+// BuildAll used stale (one refresh at a time; WaitRefresh waits for it).
+func (b *Builder) refreshBehind(recipes []Recipe) {
+	if !b.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	suites := map[string]bool{}
+	for _, r := range recipes {
+		if r.Kind == KindDebian {
+			suites[r.Suite] = true
+		}
+	}
+	b.refreshWG.Add(1)
+	go func() {
+		defer b.refreshWG.Done()
+		defer b.refreshing.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		for suite := range suites {
+			t0 := time.Now()
+			apt, err := b.aptDir(suite)
+			if err == nil {
+				err = b.refresh(ctx, apt)
+			}
+			if err != nil {
+				b.logger().Warn("refreshing the package lists after using them stale", "suite", suite, "err", err)
+				continue
+			}
+			b.logger().Info("package lists refreshed after using them stale", "suite", suite, "took", time.Since(t0).Round(time.Millisecond))
+		}
+	}()
+}
+
+// WaitRefresh waits for the background refresh of the package lists, if one runs.
+func (b *Builder) WaitRefresh() { b.refreshWG.Wait() }
 
 func (b *Builder) parallel() int {
 	if b.Parallel > 0 {
@@ -170,7 +235,7 @@ func (b *Builder) parallel() int {
 
 // plan resolves every recipe (its cache key and package versions) and says which the
 // store already holds.
-func (b *Builder) plan(ctx context.Context, catalog []Recipe, recipes []Recipe) ([]planned, error) {
+func (b *Builder) plan(ctx context.Context, catalog []Recipe, recipes []Recipe, sess *session) ([]planned, error) {
 	store, err := b.Store()
 	if err != nil {
 		return nil, err
@@ -188,7 +253,7 @@ func (b *Builder) plan(ctx context.Context, catalog []Recipe, recipes []Recipe) 
 			defer wg.Done()
 			for i := range idx {
 				r := recipes[i]
-				key, vers, err := b.CacheKey(ctx, r)
+				key, vers, err := b.cacheKey(ctx, r, sess)
 				if err != nil {
 					errs[i] = fmt.Errorf("build %s: %w", r.Name, err)
 					continue

@@ -241,7 +241,10 @@ func (s *Service) buildImages(ctx context.Context, detail func(string)) (changed
 			imp.add(r.Name)
 		}
 	}
-	defer func() { b.Progress, b.Built = nil, nil }()
+	// A re-run whose images are all stored does not wait for the package lists'
+	// hourly refresh: it happens behind it, and the next run builds what changed.
+	b.RefreshLater = true
+	defer func() { b.Progress, b.Built, b.RefreshLater = nil, nil, false }()
 	results, err := b.BuildAll(ctx, names...)
 	imp.close()
 	if err != nil {
