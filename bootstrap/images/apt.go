@@ -170,7 +170,7 @@ func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]st
 	if _, err := a.updateIfStale(ctx, conf); err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(filepath.Join(a.Dir, "updated"))
+	index, err := a.listsIndex()
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]st
 	sum := sha256.Sum256([]byte(strings.Join(base, " ") + "\n" + strings.Join(sorted, "\n")))
 	memo := filepath.Join(a.Dir, "resolved", hex.EncodeToString(sum[:])+".json")
 	var m resolveMemo
-	if b, err := os.ReadFile(memo); err == nil && json.Unmarshal(b, &m) == nil && m.Lists == st.ModTime().UnixNano() && len(m.Versions) > 0 {
+	if b, err := os.ReadFile(memo); err == nil && json.Unmarshal(b, &m) == nil && m.Index == index && len(m.Versions) > 0 {
 		return m.Versions, nil
 	}
 	// --print-uris lists what the installation would download (this state's archive
@@ -197,7 +197,7 @@ func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]st
 	if len(vers) == 0 {
 		return nil, fmt.Errorf("apt-get install --print-uris %s lists nothing to install", strings.Join(pkgs, " "))
 	}
-	if b, err := json.Marshal(resolveMemo{Lists: st.ModTime().UnixNano(), Versions: vers}); err == nil {
+	if b, err := json.Marshal(resolveMemo{Index: index, Versions: vers}); err == nil {
 		// A lost memo only costs time; written whole (renamed into place), as
 		// resolutions of chains with a common base run side by side.
 		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
@@ -213,10 +213,39 @@ func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]st
 	return vers, nil
 }
 
-// resolveMemo is a resolution remembered for one state of the lists.
+// resolveMemo is a resolution remembered for one state of the package indexes (listsIndex).
 type resolveMemo struct {
-	Lists    int64
+	Index    string
 	Versions map[string]string
+}
+
+// listsIndex identifies the package indexes the lists hold: each Packages file's name, size
+// and modification time (apt gives a fetched file the archive's). A refresh that fetched
+// no new index (the archive's Release files re-signed, no package changed) leaves it as it
+// was, so the resolutions remembered before it still count.
+func (a AptDir) listsIndex() (string, error) {
+	dir := filepath.Join(a.Dir, "lists")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	n := 0
+	for _, e := range ents { // sorted by name
+		if !e.Type().IsRegular() || !strings.Contains(e.Name(), "_Packages") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d %d\n", e.Name(), info.Size(), info.ModTime().UnixNano())
+		n++
+	}
+	if n == 0 {
+		return "", fmt.Errorf("no package index in %s (apt-get update fetched none)", dir)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Download fetches name=version .debs into dir (kept there: a second call downloads

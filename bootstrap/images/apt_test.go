@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestDebFileName(t *testing.T) {
@@ -34,5 +35,61 @@ func TestFindDeb(t *testing.T) {
 		if filepath.Base(got) != tc.want && !(tc.want == "" && !ok) {
 			t.Errorf("findDeb(%s, %s) = %q, %v; want %q", tc.name, tc.version, got, ok, tc.want)
 		}
+	}
+}
+
+// TestListsIndex: the resolutions' memo key changes with a package index, not with the
+// freshness stamp or a re-signed Release file.
+func TestListsIndex(t *testing.T) {
+	a := AptDir{Dir: t.TempDir()}
+	lists := filepath.Join(a.Dir, "lists")
+	if err := os.MkdirAll(filepath.Join(lists, "partial"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.listsIndex(); err == nil {
+		t.Fatal("listsIndex of lists without a package index: no error")
+	}
+	write := func(name, data string, mtime time.Time) {
+		t.Helper()
+		p := filepath.Join(lists, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 11, 28, 10, 42, 33, 0, time.UTC)
+	write("deb.debian.org_debian_dists_bookworm_InRelease", "signed 1", t0)
+	write("deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4", "packages 1", t0)
+	write("deb.debian.org_debian-security_dists_bookworm-security_main_binary-amd64_Packages.lz4", "security 1", t0)
+	index := func() string {
+		t.Helper()
+		s, err := a.listsIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := index()
+
+	// A refresh that fetched nothing new: the stamp and the Release file change.
+	if err := os.WriteFile(filepath.Join(a.Dir, "updated"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write("deb.debian.org_debian_dists_bookworm_InRelease", "signed 2, later", t0.Add(time.Hour))
+	if got := index(); got != first {
+		t.Errorf("index changed with the stamp and a re-signed Release file only")
+	}
+	// A new security index.
+	write("deb.debian.org_debian-security_dists_bookworm-security_main_binary-amd64_Packages.lz4", "security 2", t0.Add(2*time.Hour))
+	second := index()
+	if second == first {
+		t.Errorf("index unchanged after a package index changed")
+	}
+	// The same size, a later time.
+	write("deb.debian.org_debian-security_dists_bookworm-security_main_binary-amd64_Packages.lz4", "security 3", t0.Add(3*time.Hour))
+	if got := index(); got == second {
+		t.Errorf("index unchanged after a package index of the same size was fetched again")
 	}
 }
