@@ -157,11 +157,12 @@ func (b *Builder) aptDir(suite string) (AptDir, error) {
 // lists past their age that are otherwise usable, and records that it did.
 func (b *Builder) resolve(ctx context.Context, apt AptDir, base, pkgs []string, sess *session) (map[string]string, error) {
 	b.listsMu.RLock()
-	fresh, usable := apt.Fresh(), apt.Usable()
+	fresh := apt.Fresh()
+	takeStale := !fresh && sess != nil && sess.staleOK && apt.Usable()
 	b.listsMu.RUnlock()
 	switch {
 	case fresh:
-	case sess != nil && sess.staleOK && usable:
+	case takeStale:
 		sess.usedStale.Store(true)
 	default:
 		if err := b.refresh(ctx, apt); err != nil {
