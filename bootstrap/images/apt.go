@@ -42,6 +42,15 @@ APT::Sandbox::User "root";
 `, a.Dir)
 }
 
+// sourcesList is the sources.list of Sources.
+func (a AptDir) sourcesList() string {
+	var lines []string
+	for _, s := range a.Sources {
+		lines = append(lines, s.Line())
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
 // prepare writes the apt configuration and sources and returns the configuration's
 // path; changed sources drop the freshness stamp so the lists are refreshed.
 func (a AptDir) prepare() (string, error) {
@@ -58,11 +67,7 @@ func (a AptDir) prepare() (string, error) {
 			return "", err
 		}
 	}
-	var lines []string
-	for _, s := range a.Sources {
-		lines = append(lines, s.Line())
-	}
-	want := strings.Join(lines, "\n") + "\n"
+	want := a.sourcesList()
 	srcPath := filepath.Join(a.Dir, "sources.list")
 	if old, _ := os.ReadFile(srcPath); string(old) != want {
 		if err := os.WriteFile(srcPath, []byte(want), 0o644); err != nil {
@@ -112,11 +117,7 @@ func (a AptDir) Fresh() bool {
 // were fetched from the current Sources (the stamp, which changed sources drop, is there)
 // and apt's package cache is built.
 func (a AptDir) Usable() bool {
-	var lines []string
-	for _, s := range a.Sources {
-		lines = append(lines, s.Line())
-	}
-	if old, err := os.ReadFile(filepath.Join(a.Dir, "sources.list")); err != nil || string(old) != strings.Join(lines, "\n")+"\n" {
+	if old, err := os.ReadFile(filepath.Join(a.Dir, "sources.list")); err != nil || string(old) != a.sourcesList() {
 		return false
 	}
 	for _, f := range []string{"updated", filepath.Join("cache", "pkgcache.bin")} {
