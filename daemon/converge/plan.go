@@ -34,7 +34,14 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 			if err == nil {
 				err = state.RecordOwner(ctx, st.DB, state.KeyOVSOwner, changed)
 			}
-			return changed, "datapath " + ovs.Datapath, err
+			detail := "datapath " + ovs.Datapath
+			if err == nil && ovs.Datapath == netsetup.DatapathNetdev {
+				// vswitchd can take a new guest tap down on this datapath
+				// (netsetup.KeepGuestTapsUp): keep them up while the daemon runs.
+				st.GoOnce("guest-taps", func(ctx context.Context) { netsetup.KeepGuestTapsUp(ctx, ovs, nil) })
+				detail += ", guest taps kept up"
+			}
+			return changed, detail, err
 		}},
 		{Name: "external-network", Needs: []string{"openvswitch"}, Run: func(ctx context.Context) (bool, string, error) { return externalNetwork(ctx, st, ovs) }},
 		{Name: "tunnel", Needs: []string{"openvswitch"}, Run: func(ctx context.Context) (bool, string, error) { return tunnel(ctx, st, ovs) }},

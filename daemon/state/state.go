@@ -24,6 +24,9 @@ type State struct {
 	WG *sync.WaitGroup
 	// Started is when the daemon started.
 	Started time.Time
+
+	onceMu sync.Mutex
+	once   map[string]bool
 }
 
 // Go runs f in the background until Ctx ends; the daemon waits for it when it stops.
@@ -33,6 +36,21 @@ func (s *State) Go(f func(ctx context.Context)) {
 		defer s.WG.Done()
 		f(s.Ctx)
 	}()
+}
+
+// GoOnce runs f as Go does the first time it is called with name, and does nothing
+// after that: a keeper a step starts once for the daemon's lifetime.
+func (s *State) GoOnce(name string, f func(ctx context.Context)) {
+	s.onceMu.Lock()
+	defer s.onceMu.Unlock()
+	if s.once[name] {
+		return
+	}
+	if s.once == nil {
+		s.once = map[string]bool{}
+	}
+	s.once[name] = true
+	s.Go(f)
 }
 
 // Get reads key from the state store.

@@ -260,6 +260,16 @@ func (o *OVS) iface(ctx context.Context, name string) (*Interface, error) {
 	return i, nil
 }
 
+// InterfaceExternalIDs is interface name's external_ids (nil when there is no such
+// interface), as the cache held them when the client connected or last heard.
+func (o *OVS) InterfaceExternalIDs(ctx context.Context, name string) (map[string]string, error) {
+	i, err := o.iface(ctx, name)
+	if err != nil || i == nil {
+		return nil, err
+	}
+	return i.ExternalIDs, nil
+}
+
 // EnsureBridge creates bridge name with its local (internal) port, as ovs-vsctl
 // add-br does, or corrects its datapath_type.
 func (o *OVS) EnsureBridge(ctx context.Context, name, datapathType string) (bool, error) {
