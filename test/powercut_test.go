@@ -115,7 +115,8 @@ func checkPowerCut(t *testing.T, n *node) {
 	}
 	if _, err := waitPing(fip, 12*time.Minute); err != nil {
 		// What the server's network looks like now, its tap's state first (CI shows a
-		// failure's first lines): a tap left down is one cause seen once (2026-11-28).
+		// failure's first lines): a tap left down was the cause seen twice (2026-11-28,
+		// 2026-11-29), before the daemon kept guest taps up (netsetup.KeepGuestTapsUp).
 		state, _ := n.openstack("server", "show", running, "-f", "value", "-c", "OS-EXT-STS:power_state", "-c", "OS-EXT-STS:vm_state")
 		t.Errorf("the server that ran before the cut: %v; power state and vm state %q; %s", err, strings.Fields(state), tapState(n, running))
 		in := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
