@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,4 +35,26 @@ func RedirectLibraryOutput(stateDir string) (*os.File, error) {
 		return nil, fmt.Errorf("redirect stderr: %w", err)
 	}
 	return os.NewFile(uintptr(orig), "stderr"), nil
+}
+
+// KeepDefaultLogger makes l slog's default logger again whenever something else replaced
+// it, checking every interval until ctx ends. The embedded Kubernetes components do so as
+// they start (component-base's logging options set slog's default to a klog handler, which
+// writes to k3s.log): osd's own log after k3s started went to k3s.log among thousands of
+// the components' lines, and no longer reached daemon.log or the journal. What osd logs in
+// the interval after a replacement still goes to k3s.log.
+func KeepDefaultLogger(ctx context.Context, l *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if slog.Default() != l {
+				slog.SetDefault(l)
+				l.Debug("slog's default logger was replaced (the embedded Kubernetes components' logging): osd's set again")
+			}
+		}
+	}
 }

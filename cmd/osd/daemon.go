@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,13 +35,15 @@ func newDaemonCmd(g *globals) *cobra.Command {
 			if debug {
 				level = slog.LevelDebug
 			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})))
+			logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(logger)
 			d, err := daemon.New(cfg)
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
+			go daemon.KeepDefaultLogger(ctx, logger, time.Second)
 			if err := d.Run(ctx); err != nil {
 				slog.Error("osd daemon failed", "err", err)
 				return exitError{1}
