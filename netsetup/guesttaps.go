@@ -19,8 +19,9 @@ import (
 // when vswitchd read the flags before the link came up and writes them after, the write
 // takes the link down again: promiscuous, not up. The guest then has no network at all (no
 // DHCP lease, no metadata, no ping) while Nova shows it ACTIVE. On this project's test
-// machine 13 of 40 taps created that way were left down (TestGuestTapsKeptUp's first
-// measurement); the end-to-end tests saw it after a power cut and on a compute node.
+// machine 13 of 40 taps created that way next to a private OVS were left down (2026-11-29;
+// TestGuestTapsKeptUp logs how many it saw brought up); the end-to-end tests saw it after a
+// power cut and on a compute node.
 //
 // KeepGuestTapsUp watches the links of OVS's namespace and brings such a tap back up. It
 // touches only tap devices that vswitchd has made promiscuous (so they are its ports) and
