@@ -32,10 +32,9 @@ import (
 // GuestTapLink is what the keeper decides on: a link as netlink reports it and whether
 // Open vSwitch holds it as a Neutron port's interface.
 type GuestTapLink struct {
-	Kind         string // netlink's link type: "tuntap" for a tap
-	Flags        uint32 // raw IFF_* flags
-	NeutronPort  bool   // an OVS interface with external_ids:iface-id
-	NeutronKnown bool   // NeutronPort was looked up (false: not asked yet)
+	Kind        string // netlink's link type: "tuntap" for a tap
+	Flags       uint32 // raw IFF_* flags
+	NeutronPort bool   // an OVS interface with external_ids:iface-id (false until asked)
 }
 
 // TapLeftDown reports whether l is a tap vswitchd made promiscuous that is not up. Only
@@ -47,7 +46,7 @@ func TapLeftDown(l GuestTapLink) bool {
 // BringTapUp reports whether the keeper brings l up: a tap left down that Open vSwitch
 // holds as a Neutron port's interface.
 func BringTapUp(l GuestTapLink) bool {
-	return TapLeftDown(l) && l.NeutronKnown && l.NeutronPort
+	return TapLeftDown(l) && l.NeutronPort
 }
 
 // tapRescan is how often the keeper lists every link besides the change notifications
@@ -140,7 +139,7 @@ func fixTap(ctx context.Context, h *netlink.Handle, c OVSConfig, l netlink.Link,
 	if err != nil {
 		return // gone meanwhile
 	}
-	if !BringTapUp(GuestTapLink{Kind: now.Type(), Flags: now.Attrs().RawFlags, NeutronPort: neutron, NeutronKnown: true}) {
+	if !BringTapUp(GuestTapLink{Kind: now.Type(), Flags: now.Attrs().RawFlags, NeutronPort: neutron}) {
 		return
 	}
 	if err := h.LinkSetUp(now); err != nil {

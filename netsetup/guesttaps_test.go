@@ -20,13 +20,12 @@ func TestBringTapUp(t *testing.T) {
 		leftDown bool
 		bringUp  bool
 	}{
-		{"a Neutron port's tap left down by vswitchd", GuestTapLink{Kind: "tuntap", Flags: promisc, NeutronPort: true, NeutronKnown: true}, true, true},
-		{"not asked Open vSwitch yet", GuestTapLink{Kind: "tuntap", Flags: promisc}, true, false},
-		{"an OVS port that is no Neutron port's", GuestTapLink{Kind: "tuntap", Flags: promisc, NeutronKnown: true}, true, false},
-		{"up already", GuestTapLink{Kind: "tuntap", Flags: promisc | up, NeutronPort: true, NeutronKnown: true}, false, false},
-		{"down and not promiscuous: not vswitchd's port (yet)", GuestTapLink{Kind: "tuntap", Flags: unix.IFF_BROADCAST, NeutronPort: true, NeutronKnown: true}, false, false},
-		{"a veth", GuestTapLink{Kind: "veth", Flags: promisc, NeutronPort: true, NeutronKnown: true}, false, false},
-		{"an OVS internal port", GuestTapLink{Kind: "openvswitch", Flags: promisc, NeutronPort: true, NeutronKnown: true}, false, false},
+		{"a Neutron port's tap left down by vswitchd", GuestTapLink{Kind: "tuntap", Flags: promisc, NeutronPort: true}, true, true},
+		{"an OVS port that is no Neutron port's (or not asked yet)", GuestTapLink{Kind: "tuntap", Flags: promisc}, true, false},
+		{"up already", GuestTapLink{Kind: "tuntap", Flags: promisc | up, NeutronPort: true}, false, false},
+		{"down and not promiscuous: not vswitchd's port (yet)", GuestTapLink{Kind: "tuntap", Flags: unix.IFF_BROADCAST, NeutronPort: true}, false, false},
+		{"a veth", GuestTapLink{Kind: "veth", Flags: promisc, NeutronPort: true}, false, false},
+		{"an OVS internal port", GuestTapLink{Kind: "openvswitch", Flags: promisc, NeutronPort: true}, false, false},
 	} {
 		if got := TapLeftDown(tt.l); got != tt.leftDown {
 			t.Errorf("%s: TapLeftDown = %v, want %v", tt.name, got, tt.leftDown)
