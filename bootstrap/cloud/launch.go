@@ -76,44 +76,44 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 		return res, nil
 	}
 
+	// The floating IP is made while Nova builds the server, as soon as Nova has made its
+	// port: Neutron takes seconds for it (most of them spent by neutron-server on CPU that
+	// the guest's boot needs next), which after ACTIVE would come before the first ping.
+	active, failed := make(chan struct{}), make(chan struct{})
+	attached := make(chan attachResult, 1)
+	go func() { attached <- l.attachFloatingIP(ctx, srv.ID, tenant.ID, active, failed) }()
+
 	srv, err = l.waitActive(ctx, srv.ID, emit)
 	res.Status, res.Host = srv.Status, srv.Host
 	if err != nil {
+		close(failed)
+		l.dropFloatingIP(ctx, <-attached)
 		return res, err
 	}
 	res.ActiveIn = time.Since(start).Round(100 * time.Millisecond).String()
 	emit(fmt.Sprintf("server %s: ACTIVE on %s after %s", req.Name, srv.Host, res.ActiveIn))
-
-	ports, err := c.ListPorts(ctx, map[string]string{"device_id": srv.ID})
-	if err != nil {
-		return res, fmt.Errorf("ports of %s: %w", req.Name, err)
-	}
-	var port Port
-	for _, p := range ports {
-		if p.NetworkID == tenant.ID || port.ID == "" {
-			port = p
-		}
-	}
-	if port.ID == "" {
-		return res, fmt.Errorf("server %s is ACTIVE but has no port", req.Name)
-	}
+	close(active)
+	at := <-attached
+	port := at.port
 	for _, ip := range port.FixedIPs {
 		if !strings.Contains(ip.IPAddress, ":") {
 			res.FixedIP = ip.IPAddress
 		}
 	}
-	ext, err := l.externalNetwork(ctx)
-	if err != nil {
-		return res, err
+	switch {
+	case at.err == nil:
+	case errors.Is(at.err, errNoPort):
+		return res, fmt.Errorf("server %s is ACTIVE but has no port", req.Name)
+	case at.stage == "ports":
+		return res, fmt.Errorf("ports of %s: %w", req.Name, at.err)
+	case at.stage == "external network":
+		return res, at.err
+	case strings.Contains(at.err.Error(), "ExternalGatewayForFloatingIPNotFound"):
+		return res, fmt.Errorf("floating IP for %s: no router connects network %s to the external network %s (day-one's osd-router does it for osd-net): %w", req.Name, tenant.Name, at.ext.Name, at.err)
+	default:
+		return res, fmt.Errorf("floating IP for %s: %w", req.Name, at.err)
 	}
-	fip, err := l.floatingIP(ctx, ext.ID, port.ID)
-	if err != nil {
-		if strings.Contains(err.Error(), "ExternalGatewayForFloatingIPNotFound") {
-			return res, fmt.Errorf("floating IP for %s: no router connects network %s to the external network %s (day-one's osd-router does it for osd-net): %w", req.Name, tenant.Name, ext.Name, err)
-		}
-		return res, fmt.Errorf("floating IP for %s: %w", req.Name, err)
-	}
-	res.FloatingIP = fip.FloatingIPAddress
+	res.FloatingIP = at.fip.FloatingIPAddress
 	emit(fmt.Sprintf("server %s: fixed IP %s, floating IP %s; waiting for it to answer ping", req.Name, res.FixedIP, res.FloatingIP))
 	if u, err := c.ConsoleURL(ctx, srv.ID); err == nil {
 		res.ConsoleURL = u
@@ -213,16 +213,93 @@ func (l Launcher) externalNetwork(ctx context.Context) (Network, error) {
 	return first, nil
 }
 
-// floatingIP returns the port's floating IP, allocating one if it has none.
-func (l Launcher) floatingIP(ctx context.Context, extID, portID string) (FloatingIP, error) {
+// errNoPort: the server is ACTIVE and Neutron lists no port of it.
+var errNoPort = errors.New("the server has no port")
+
+// attachResult is what attachFloatingIP found or made.
+type attachResult struct {
+	ext   Network
+	port  Port       // the server's port, on the tenant network when it has one there
+	fip   FloatingIP // the port's floating IP
+	made  bool       // fip was made here (not the port's already)
+	stage string     // what err comes from: "external network", "ports" or "floating IP"
+	err   error
+}
+
+// attachFloatingIP waits until Nova has made a port of server id (polling Neutron), then
+// gives that port a floating IP from the external network, unless it has one. Closing
+// active says the server is ACTIVE: a port missing after that is errNoPort. Closing failed
+// says the server will not come up: it returns then, without starting another request
+// (a floating IP being made is waited for, so that the caller can delete it).
+func (l Launcher) attachFloatingIP(ctx context.Context, id, tenantID string, active, failed <-chan struct{}) attachResult {
+	r := attachResult{stage: "external network"}
+	if r.ext, r.err = l.externalNetwork(ctx); r.err != nil {
+		return r
+	}
+	for {
+		last := false
+		select {
+		case <-failed:
+			r.err = errors.New("the server did not come up")
+			return r
+		case <-active:
+			last = true
+		default:
+		}
+		r.stage = "ports"
+		ports, err := l.Client.ListPorts(ctx, map[string]string{"device_id": id})
+		if err != nil {
+			r.err = err
+			return r
+		}
+		r.port = Port{}
+		for _, p := range ports {
+			if p.NetworkID == tenantID || r.port.ID == "" {
+				r.port = p
+			}
+		}
+		if r.port.ID != "" && len(r.port.FixedIPs) > 0 {
+			r.stage = "floating IP"
+			r.fip, r.made, r.err = l.floatingIP(ctx, r.ext.ID, r.port.ID)
+			return r
+		}
+		if last {
+			r.err = errNoPort
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			r.err = ctx.Err()
+			return r
+		case <-failed:
+		case <-active:
+		case <-time.After(l.poll()):
+		}
+	}
+}
+
+// dropFloatingIP deletes the floating IP attachFloatingIP made for a server that did not
+// come up (Nova deletes the port it made; the address would stay allocated).
+func (l Launcher) dropFloatingIP(ctx context.Context, r attachResult) {
+	if !r.made {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	_ = l.Client.DeleteFloatingIP(ctx, r.fip.ID)
+}
+
+// floatingIP returns the port's floating IP, allocating one if it has none (made).
+func (l Launcher) floatingIP(ctx context.Context, extID, portID string) (FloatingIP, bool, error) {
 	have, err := l.Client.ListFloatingIPs(ctx, map[string]string{"port_id": portID})
 	if err != nil {
-		return FloatingIP{}, err
+		return FloatingIP{}, false, err
 	}
 	if len(have) > 0 {
-		return have[0], nil
+		return have[0], false, nil
 	}
-	return l.Client.CreateFloatingIP(ctx, extID, portID)
+	fip, err := l.Client.CreateFloatingIP(ctx, extID, portID)
+	return fip, err == nil, err
 }
 
 func (l Launcher) metadataTimeout() time.Duration {

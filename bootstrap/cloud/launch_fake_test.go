@@ -36,6 +36,11 @@ type fakeCloud struct {
 	reads      int
 	created    map[string]any
 	floatingIP map[string]any
+	// fipFirst: the server's final status was first given after the floating IP was
+	// requested (the server stays BUILD until then, or for 100 polls); deletedFIP is the
+	// floating IP deleted.
+	fipFirst   bool
+	deletedFIP string
 	volumes    bool // the catalog has block storage (volumev3)
 }
 
@@ -84,7 +89,10 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 	case p == "GET /compute/v2.1/servers/s1":
 		f.polls++
 		st := map[string]any{"id": "s1", "name": f.created["name"], "status": "BUILD", "OS-EXT-STS:task_state": "spawning"}
-		if f.polls > 1 {
+		if f.polls > 1 && (f.floatingIP != nil || f.polls > 100) {
+			if st["status"] == "BUILD" && !f.fipFirst {
+				f.fipFirst = f.floatingIP != nil
+			}
 			st["status"], st["OS-EXT-STS:task_state"], st["OS-EXT-SRV-ATTR:host"] = f.status, nil, "vm"
 			if f.fault != "" {
 				st["fault"] = map[string]any{"code": 500, "message": f.fault}
@@ -105,6 +113,9 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 		json.NewDecoder(r.Body).Decode(&body)
 		f.floatingIP = body["floatingip"]
 		js(201, map[string]any{"floatingip": FloatingIP{ID: "fip", FloatingIPAddress: "172.24.4.150", PortID: "port1"}})
+	case p == "DELETE /network/v2.0/floatingips/fip":
+		f.deletedFIP = "fip"
+		w.WriteHeader(204)
 	case p == "POST /compute/v2.1/servers/s1/remote-consoles":
 		js(200, map[string]any{"remote_console": map[string]string{"url": "http://192.0.2.2:30680/vnc_auto.html?token=x"}})
 	case p == "POST /compute/v2.1/servers/s1/action":
@@ -224,6 +235,14 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 			}
 			if tc.reachable && (res.FixedIP != "10.20.0.7" || res.FloatingIP != "172.24.4.150" || res.ConsoleURL == "" || f.floatingIP["port_id"] != "port1" || f.floatingIP["floating_network_id"] != "n-ext") {
 				t.Errorf("Launch(%s) = %+v (floating IP request %v), want 10.20.0.7, 172.24.4.150 from n-ext on port1, a console URL", tc.name, res, f.floatingIP)
+			}
+			// The floating IP is made while the server builds; one made for a server that
+			// went to ERROR is deleted.
+			if !f.fipFirst {
+				t.Errorf("Launch(%s): the server's final status came before the floating IP request, want the floating IP made while it builds", tc.name)
+			}
+			if want := map[bool]string{true: "fip", false: ""}[tc.status == "ERROR"]; f.deletedFIP != want {
+				t.Errorf("Launch(%s) deleted floating IP %q, want %q", tc.name, f.deletedFIP, want)
 			}
 			if !strings.Contains(res.Metadata, tc.metadata) || (tc.metadata == "") != (res.Metadata == "") {
 				t.Errorf("Launch(%s).Metadata = %q, want %q", tc.name, res.Metadata, tc.metadata)
