@@ -9,12 +9,12 @@ import (
 	"github.com/osdcloud/osd/bootstrap/images/guest"
 )
 
-// GuestImages is the images spec for a built guest image. The kernel's
-// command line puts /dev/console on the serial port Nova logs.
+// GuestImages is the images spec for a built guest image, booted with the guest's
+// kernel command line (guest.CommandLine).
 func GuestImages(img guest.Image) *ImagesSpec {
 	return &ImagesSpec{Kernel: KernelImageName, Ramdisk: RamdiskImageName, Machine: MachineImageName,
 		KernelPath: img.Kernel, RamdiskPath: img.Initrd, MachineSize: 1 << 20, Key: img.Key,
-		CommandLine: "console=tty0 console=ttyS0 panic=-1"}
+		CommandLine: guest.CommandLine}
 }
 
 // ForCatalog drops from want what needs a service the catalog lacks (Nova

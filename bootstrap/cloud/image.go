@@ -20,6 +20,7 @@ type Image struct {
 	KernelID        string `json:"kernel_id"`
 	RamdiskID       string `json:"ramdisk_id"`
 	GuestKey        string `json:"osd_guest_key"` // osd's guest image cache key
+	CommandLine     string `json:"os_command_line"`
 }
 
 // ImageRequest is a new image's metadata; Properties are extra top-level

@@ -316,7 +316,8 @@ func Plan(obs Observed, want Desired) []Op {
 
 // planImages keeps the kernel, ramdisk and machine images that are active
 // and made from the current guest image (the machine image naming the kept
-// kernel and ramdisk); it uploads the others, then deletes the stale ones.
+// kernel and ramdisk, with the wanted command line); it uploads the others, then deletes
+// the stale ones.
 func planImages(have []Image, want ImagesSpec) []Op {
 	var uploads, deletes []Op
 	keep := map[string]Image{}
@@ -342,7 +343,7 @@ func planImages(have []Image, want ImagesSpec) []Op {
 	pick(want.Machine, func(im Image) bool {
 		k, kok := keep[want.Kernel]
 		r, rok := keep[want.Ramdisk]
-		return kok && rok && im.KernelID == k.ID && im.RamdiskID == r.ID && im.DiskFormat == MachineDiskFormat
+		return kok && rok && im.KernelID == k.ID && im.RamdiskID == r.ID && im.DiskFormat == MachineDiskFormat && im.CommandLine == want.CommandLine
 	})
 	return append(uploads, deletes...)
 }

@@ -135,6 +135,8 @@ func TestPlan(t *testing.T) {
 		{"duplicate machine image", func(o *Observed, _ *Desired) {
 			o.Images = append(o.Images, Image{ID: "m2", Name: "osd-test", Status: "active", GuestKey: "key1", KernelID: "k1", RamdiskID: "r1", DiskFormat: "raw"})
 		}, "delete-image osd-test (m2)"},
+		{"another kernel command line", func(_ *Observed, d *Desired) { d.Images.CommandLine = "console=ttyS0" },
+			"upload-image osd-test; delete-image osd-test (m1)"},
 		{"machine image was an AMI", func(o *Observed, _ *Desired) { o.Images[2].DiskFormat = "ami" },
 			"upload-image osd-test; delete-image osd-test (m1)"},
 		{"no images wanted", func(o *Observed, d *Desired) { d.Images = nil; o.Images = nil }, ""},

@@ -241,8 +241,9 @@ func TestBuildBootDHCP(t *testing.T) {
 		OS: &libvirtxml.DomainOS{
 			Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
 			Kernel: kernel, Initrd: initrd,
-			// As Nova boots a kernel/ramdisk image: ttyS0 is not the last console.
-			Cmdline: "console=tty0 console=ttyS0 console=hvc0 panic=-1",
+			// As Nova boots the machine image: its command line, then Nova's console=hvc0
+			// (ttyS0 is not the last console).
+			Cmdline: CommandLine + " console=hvc0",
 		},
 		// As Nova defines every x86 guest: with ACPI (its power button is the soft power off).
 		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}, APIC: &libvirtxml.DomainFeatureAPIC{}},
