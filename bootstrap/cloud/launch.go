@@ -81,7 +81,7 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 	// the guest's boot needs next), which after ACTIVE would come before the first ping.
 	active, failed := make(chan struct{}), make(chan struct{})
 	attached := make(chan attachResult, 1)
-	go func() { attached <- l.attachFloatingIP(ctx, srv.ID, tenant.ID, active, failed) }()
+	go func() { attached <- l.attachFloatingIP(ctx, req.Name, srv.ID, tenant, active, failed) }()
 
 	srv, err = l.waitActive(ctx, srv.ID, emit)
 	res.Status, res.Host = srv.Status, srv.Host
@@ -100,18 +100,8 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 			res.FixedIP = ip.IPAddress
 		}
 	}
-	switch {
-	case at.err == nil:
-	case errors.Is(at.err, errNoPort):
-		return res, fmt.Errorf("server %s is ACTIVE but has no port", req.Name)
-	case at.stage == "ports":
-		return res, fmt.Errorf("ports of %s: %w", req.Name, at.err)
-	case at.stage == "external network":
+	if at.err != nil {
 		return res, at.err
-	case strings.Contains(at.err.Error(), "ExternalGatewayForFloatingIPNotFound"):
-		return res, fmt.Errorf("floating IP for %s: no router connects network %s to the external network %s (day-one's osd-router does it for osd-net): %w", req.Name, tenant.Name, at.ext.Name, at.err)
-	default:
-		return res, fmt.Errorf("floating IP for %s: %w", req.Name, at.err)
 	}
 	res.FloatingIP = at.fip.FloatingIPAddress
 	emit(fmt.Sprintf("server %s: fixed IP %s, floating IP %s; waiting for it to answer ping", req.Name, res.FixedIP, res.FloatingIP))
@@ -213,27 +203,24 @@ func (l Launcher) externalNetwork(ctx context.Context) (Network, error) {
 	return first, nil
 }
 
-// errNoPort: the server is ACTIVE and Neutron lists no port of it.
-var errNoPort = errors.New("the server has no port")
-
 // attachResult is what attachFloatingIP found or made.
 type attachResult struct {
-	ext   Network
-	port  Port       // the server's port, on the tenant network when it has one there
-	fip   FloatingIP // the port's floating IP
-	made  bool       // fip was made here (not the port's already)
-	stage string     // what err comes from: "external network", "ports" or "floating IP"
-	err   error
+	port Port       // the server's port, on the tenant network when it has one there
+	fip  FloatingIP // the port's floating IP
+	made bool       // fip was made here (not the port's already)
+	err  error      // says which server (by name) and what failed
 }
 
 // attachFloatingIP waits until Nova has made a port of server id (polling Neutron), then
 // gives that port a floating IP from the external network, unless it has one. Closing
-// active says the server is ACTIVE: a port missing after that is errNoPort. Closing failed
+// active says the server is ACTIVE: a port missing after that is an error. Closing failed
 // says the server will not come up: it returns then, without starting another request
 // (a floating IP being made is waited for, so that the caller can delete it).
-func (l Launcher) attachFloatingIP(ctx context.Context, id, tenantID string, active, failed <-chan struct{}) attachResult {
-	r := attachResult{stage: "external network"}
-	if r.ext, r.err = l.externalNetwork(ctx); r.err != nil {
+func (l Launcher) attachFloatingIP(ctx context.Context, name, id string, tenant Network, active, failed <-chan struct{}) attachResult {
+	var r attachResult
+	ext, err := l.externalNetwork(ctx)
+	if err != nil {
+		r.err = err
 		return r
 	}
 	for {
@@ -246,25 +233,30 @@ func (l Launcher) attachFloatingIP(ctx context.Context, id, tenantID string, act
 			last = true
 		default:
 		}
-		r.stage = "ports"
 		ports, err := l.Client.ListPorts(ctx, map[string]string{"device_id": id})
 		if err != nil {
-			r.err = err
+			r.err = fmt.Errorf("ports of %s: %w", name, err)
 			return r
 		}
 		r.port = Port{}
 		for _, p := range ports {
-			if p.NetworkID == tenantID || r.port.ID == "" {
+			if p.NetworkID == tenant.ID || r.port.ID == "" {
 				r.port = p
 			}
 		}
 		if r.port.ID != "" && len(r.port.FixedIPs) > 0 {
-			r.stage = "floating IP"
-			r.fip, r.made, r.err = l.floatingIP(ctx, r.ext.ID, r.port.ID)
+			r.fip, r.made, err = l.floatingIP(ctx, ext.ID, r.port.ID)
+			switch {
+			case err == nil:
+			case strings.Contains(err.Error(), "ExternalGatewayForFloatingIPNotFound"):
+				r.err = fmt.Errorf("floating IP for %s: no router connects network %s to the external network %s (day-one's osd-router does it for osd-net): %w", name, tenant.Name, ext.Name, err)
+			default:
+				r.err = fmt.Errorf("floating IP for %s: %w", name, err)
+			}
 			return r
 		}
 		if last {
-			r.err = errNoPort
+			r.err = fmt.Errorf("server %s is ACTIVE but has no port", name)
 			return r
 		}
 		select {
