@@ -351,14 +351,12 @@ func TestNovaComputeDaemonSet(t *testing.T) {
 	if c == nil {
 		t.Fatalf("containers = %v, want nova-compute", pod.Containers)
 	}
-	if want := []string{"nova-compute", "--config-file", "/etc/nova/nova.conf"}; !reflect.DeepEqual(c.Command, want) {
-		t.Errorf("nova-compute command = %v, want %v", c.Command, want)
-	}
+	checkPythonCommand(t, c.Command, "from nova.cmd.compute import main", `PRLIMIT = "/usr/bin/prlimit"`, "--config-file /etc/nova/nova.conf")
 	if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
 		t.Errorf("nova-compute securityContext = %+v, want privileged", c.SecurityContext)
 	}
-	if p := c.ReadinessProbe; p == nil || p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "pgrep -f '^/usr/bin/python3 /usr/bin/nova-compute'") {
-		t.Errorf("nova-compute readiness probe = %+v, want an exec probe for the nova-compute process", p)
+	if p := c.ReadinessProbe; p == nil || p.Exec == nil || strings.Join(p.Exec.Command, " ") != "test -S /run/libvirt/libvirt-sock" {
+		t.Errorf("nova-compute readiness probe = %+v, want an exec probe for the host's libvirt socket", p)
 	}
 	if len(c.Ports) != 0 || c.LivenessProbe != nil {
 		t.Errorf("nova-compute ports %v liveness %+v, want none", c.Ports, c.LivenessProbe)
@@ -1131,6 +1129,35 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	cells := string(b)
 	if strings.Count(cells, "| cell1 ") != 1 || strings.Count(cells, "| cell0 ") != 1 || !strings.Contains(cells, "@rabbitmq.openstack.svc:5672/") {
 		t.Errorf("cells after two runs =\n%s\nwant one cell0 and one cell1 with the rendered transport_url", cells)
+	}
+
+	// nova-compute's set-up (its program up to main) in the image's Python: a command with
+	// limits runs under util-linux's prlimit with them set; one naming its interpreter
+	// keeps oslo's prlimit module.
+	compute := containerByName(n.compute.Spec.Template.Spec.Containers, "nova-compute")
+	setup, _, found := strings.Cut(compute.Command[2], "sys.exit(main())  # end of the set-up")
+	if !found {
+		t.Fatalf("nova-compute's program has no end-of-set-up line:\n%s", compute.Command[2])
+	}
+	check := setup + `
+seen = []
+limits = processutils.ProcessLimits(address_space=1 << 30, cpu_time=30)
+out, _ = processutils.execute("sh", "-c", "ulimit -v; ulimit -t", prlimit=limits, on_execute=lambda p: seen.append(p.args))
+print("limits", " ".join(out.split()), "argv", " ".join(seen[-1][:5]))
+processutils.execute("true", prlimit=limits, python_exec=sys.executable, on_execute=lambda p: seen.append(p.args))
+print("python_exec", " ".join(seen[-1][:3]))
+`
+	b, err = command(&corev1.Container{Command: []string{"/usr/bin/python3", "-c", check}}, 60*time.Second).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nova-compute's set-up: %v\n%s", err, tail(string(b), 10))
+	}
+	for _, want := range []string{
+		"limits 1048576 30 argv /usr/bin/prlimit --as=1073741824 --cpu=30 -- sh",
+		"python_exec /usr/bin/python3 -m oslo_concurrency.prlimit",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("nova-compute's set-up printed\n%s\nwant a line with %q", b, want)
+		}
 	}
 
 	// nova-server, as the Deployment runs it, with one more config file: oslo.messaging's

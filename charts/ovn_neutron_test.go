@@ -222,8 +222,9 @@ func TestNeutronChart(t *testing.T) {
 	// metadata-agent.py: the proxy in the agent's process, its handler connected.
 	checkPythonCommand(t, pod.Containers[0].Command, "from neutron.cmd.eventlet.agents import ovn_metadata", "registry.publish(resources.PROCESS, events.AFTER_INIT",
 		"--config-file /etc/neutron/neutron.conf --config-file /etc/neutron/neutron_ovn_metadata_agent.ini")
-	if md := typed["Secret/neutron-config"].(*corev1.Secret).StringData["metadata_agent.ini"]; !strings.Contains(md, "metadata_workers = 0\n") || !strings.Contains(md, "use_helper_for_ns_read = false\n") {
-		t.Errorf("metadata_agent.ini = %q, want metadata_workers = 0 (the proxy in the agent's process) and use_helper_for_ns_read = false", md)
+	if md := typed["Secret/neutron-config"].(*corev1.Secret).StringData["metadata_agent.ini"]; !strings.Contains(md, "metadata_workers = 0\n") || !strings.Contains(md, "use_helper_for_ns_read = false\n") ||
+		!strings.Contains(md, "\n[agent]\nroot_helper = \n") {
+		t.Errorf("metadata_agent.ini = %q, want metadata_workers = 0 (the proxy in the agent's process), use_helper_for_ns_read = false and an empty root_helper (the agent runs as root)", md)
 	}
 	// The agent is root: its privsep daemons start without sudo and neutron-rootwrap, each
 	// privsep-helper reading the agent's configuration files.
