@@ -76,9 +76,11 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 		return res, nil
 	}
 
-	// The floating IP is made while Nova builds the server, as soon as Nova has made its
-	// port: Neutron takes seconds for it (most of them spent by neutron-server on CPU that
-	// the guest's boot needs next), which after ACTIVE would come before the first ping.
+	// The floating IP is made while Nova builds the server, once Neutron has bound the
+	// port Nova made: Neutron takes seconds for it (most of them spent by neutron-server
+	// on CPU that the guest's boot needs next), which after ACTIVE would come before the
+	// first ping. Made before the binding, it delayed Nova's binding request in the same
+	// neutron-server (4.3 s against 1.9 s), and with it the whole build.
 	active, failed := make(chan struct{}), make(chan struct{})
 	attached := make(chan attachResult, 1)
 	go func() { attached <- l.attachFloatingIP(ctx, req.Name, srv.ID, tenant, active, failed) }()
@@ -211,8 +213,9 @@ type attachResult struct {
 	err  error      // says which server (by name) and what failed
 }
 
-// attachFloatingIP waits until Nova has made a port of server id (polling Neutron), then
-// gives that port a floating IP from the external network, unless it has one. Closing
+// attachFloatingIP waits until Nova has made a port of server id and Neutron has bound it
+// (polling Neutron), then gives that port a floating IP from the external network, unless
+// it has one. A port whose binding failed gets it once the server is ACTIVE. Closing
 // active says the server is ACTIVE: a port missing after that is an error. Closing failed
 // says the server will not come up: it returns then, without starting another request
 // (a floating IP being made is waited for, so that the caller can delete it).
@@ -244,7 +247,7 @@ func (l Launcher) attachFloatingIP(ctx context.Context, name, id string, tenant 
 				r.port = p
 			}
 		}
-		if r.port.ID != "" && len(r.port.FixedIPs) > 0 {
+		if r.port.ID != "" && len(r.port.FixedIPs) > 0 && (portBound(r.port) || last) {
 			r.fip, r.made, err = l.floatingIP(ctx, ext.ID, r.port.ID)
 			switch {
 			case err == nil:
@@ -268,6 +271,12 @@ func (l Launcher) attachFloatingIP(ctx context.Context, name, id string, tenant 
 		case <-time.After(l.poll()):
 		}
 	}
+}
+
+// portBound says whether Neutron has answered Nova's binding of port p. A caller that
+// cannot see the binding (binding:vif_type is for admins) has no reason to wait.
+func portBound(p Port) bool {
+	return p.VIFType != "unbound" && p.VIFType != "binding_failed"
 }
 
 // dropFloatingIP deletes the floating IP attachFloatingIP made for a server that did not

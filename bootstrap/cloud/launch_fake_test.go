@@ -40,8 +40,15 @@ type fakeCloud struct {
 	// requested (the server stays BUILD until then, or for 100 polls); deletedFIP is the
 	// floating IP deleted.
 	fipFirst   bool
+	final      bool // the final status was given
 	deletedFIP string
-	volumes    bool // the catalog has block storage (volumev3)
+	// portGets counts the server's port listings: the first two show it unbound (Nova's
+	// binding not answered yet); fipUnbound: the floating IP was requested while the
+	// last listing showed it so.
+	portGets         int
+	fipUnbound       bool
+	fipBeforeBinding bool
+	volumes          bool // the catalog has block storage (volumev3)
 }
 
 func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
@@ -90,8 +97,8 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 		f.polls++
 		st := map[string]any{"id": "s1", "name": f.created["name"], "status": "BUILD", "OS-EXT-STS:task_state": "spawning"}
 		if f.polls > 1 && (f.floatingIP != nil || f.polls > 100) {
-			if st["status"] == "BUILD" && !f.fipFirst {
-				f.fipFirst = f.floatingIP != nil
+			if !f.final {
+				f.final, f.fipFirst = true, f.floatingIP != nil
 			}
 			st["status"], st["OS-EXT-STS:task_state"], st["OS-EXT-SRV-ATTR:host"] = f.status, nil, "vm"
 			if f.fault != "" {
@@ -104,7 +111,13 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 			js(200, map[string]any{"ports": []Port{{ID: "rp", DeviceOwner: "network:router_interface", FixedIPs: []FixedIP{{SubnetID: "sub-t", IPAddress: "10.20.0.1"}}}}})
 			return
 		}
-		js(200, map[string]any{"ports": []Port{{ID: "port1", NetworkID: "n-t", Status: "ACTIVE", VIFType: f.vifType, HostID: "vm",
+		f.portGets++
+		vif := f.vifType
+		if f.portGets <= 2 {
+			vif = "unbound"
+		}
+		f.fipUnbound = vif == "unbound"
+		js(200, map[string]any{"ports": []Port{{ID: "port1", NetworkID: "n-t", Status: "ACTIVE", VIFType: vif, HostID: "vm",
 			FixedIPs: []FixedIP{{SubnetID: "sub-t", IPAddress: "10.20.0.7"}}}}})
 	case p == "GET /network/v2.0/floatingips":
 		js(200, map[string]any{"floatingips": []FloatingIP{}})
@@ -112,6 +125,7 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 		var body map[string]map[string]any
 		json.NewDecoder(r.Body).Decode(&body)
 		f.floatingIP = body["floatingip"]
+		f.fipBeforeBinding = f.fipBeforeBinding || f.fipUnbound
 		js(201, map[string]any{"floatingip": FloatingIP{ID: "fip", FloatingIPAddress: "172.24.4.150", PortID: "port1"}})
 	case p == "DELETE /network/v2.0/floatingips/fip":
 		f.deletedFIP = "fip"
@@ -236,10 +250,14 @@ func TestLaunchAgainstFakeCloud(t *testing.T) {
 			if tc.reachable && (res.FixedIP != "10.20.0.7" || res.FloatingIP != "172.24.4.150" || res.ConsoleURL == "" || f.floatingIP["port_id"] != "port1" || f.floatingIP["floating_network_id"] != "n-ext") {
 				t.Errorf("Launch(%s) = %+v (floating IP request %v), want 10.20.0.7, 172.24.4.150 from n-ext on port1, a console URL", tc.name, res, f.floatingIP)
 			}
-			// The floating IP is made while the server builds; one made for a server that
-			// went to ERROR is deleted.
-			if !f.fipFirst {
-				t.Errorf("Launch(%s): the server's final status came before the floating IP request, want the floating IP made while it builds", tc.name)
+			// The floating IP is made while the server builds, once its port is bound (a
+			// port whose binding failed gets it at ACTIVE); one made for a server that went
+			// to ERROR is deleted.
+			if wantFirst := tc.vifType != "binding_failed"; f.fipFirst != wantFirst {
+				t.Errorf("Launch(%s): floating IP requested before the server's final status: %v, want %v (made while it builds once its port is bound)", tc.name, f.fipFirst, wantFirst)
+			}
+			if f.fipBeforeBinding {
+				t.Errorf("Launch(%s): the floating IP was requested while the port was unbound, want it after Neutron bound the port", tc.name)
 			}
 			if want := map[bool]string{true: "fip", false: ""}[tc.status == "ERROR"]; f.deletedFIP != want {
 				t.Errorf("Launch(%s) deleted floating IP %q, want %q", tc.name, f.deletedFIP, want)
