@@ -7,8 +7,8 @@
 # `python3 -m oslo_concurrency.prlimit --as=N --cpu=N -- COMMAND`, which sets the limits
 # and execs the command. Nova makes six such calls to build a server (qemu-img info of its
 # kernel, ramdisk, base image and disk) and two per server every minute (the resource
-# audit's disk sizes): each one an interpreter start, 0.1 s of CPU idle and 0.2-0.7 s
-# while a server is being built on two cores. util-linux's prlimit (in every Debian
+# audit's disk sizes): each one an interpreter start (0.1 s on an idle host, 0.2-0.7 s
+# while a server is being built on two cores). util-linux's prlimit (in every Debian
 # system) takes the same options (--as, --cpu, ... each setting the soft and the hard
 # limit, as oslo's does) and execs the command in about a millisecond. Calls as root (the
 # root helper goes inside the limits), through a shell, or naming their own interpreter
