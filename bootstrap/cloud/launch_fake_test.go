@@ -43,10 +43,10 @@ type fakeCloud struct {
 	final      bool // the final status was given
 	deletedFIP string
 	// portGets counts the server's port listings: the first two show it unbound (Nova's
-	// binding not answered yet); fipUnbound: the floating IP was requested while the
-	// last listing showed it so.
+	// binding not answered yet); lastUnbound: the last listing showed it so;
+	// fipBeforeBinding: the floating IP was requested while it did.
 	portGets         int
-	fipUnbound       bool
+	lastUnbound      bool
 	fipBeforeBinding bool
 	volumes          bool // the catalog has block storage (volumev3)
 }
@@ -116,7 +116,7 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 		if f.portGets <= 2 {
 			vif = "unbound"
 		}
-		f.fipUnbound = vif == "unbound"
+		f.lastUnbound = vif == "unbound"
 		js(200, map[string]any{"ports": []Port{{ID: "port1", NetworkID: "n-t", Status: "ACTIVE", VIFType: vif, HostID: "vm",
 			FixedIPs: []FixedIP{{SubnetID: "sub-t", IPAddress: "10.20.0.7"}}}}})
 	case p == "GET /network/v2.0/floatingips":
@@ -125,7 +125,7 @@ func (f *fakeCloud) handler(w http.ResponseWriter, r *http.Request) {
 		var body map[string]map[string]any
 		json.NewDecoder(r.Body).Decode(&body)
 		f.floatingIP = body["floatingip"]
-		f.fipBeforeBinding = f.fipBeforeBinding || f.fipUnbound
+		f.fipBeforeBinding = f.fipBeforeBinding || f.lastUnbound
 		js(201, map[string]any{"floatingip": FloatingIP{ID: "fip", FloatingIPAddress: "172.24.4.150", PortID: "port1"}})
 	case p == "DELETE /network/v2.0/floatingips/fip":
 		f.deletedFIP = "fip"
