@@ -70,6 +70,10 @@ func checkStorage(t *testing.T, n *node) {
 		if st.Backend != "ceph" || st.Health != "HEALTH_OK" || st.OSDsUp != 1 || st.TotalBytes < 4<<30 || !strings.Contains(st.Note, "1 replica") {
 			t.Errorf("GET /1.0/storage = %+v, want ceph HEALTH_OK with one OSD up and the one-replica note", st)
 		}
+		// The OSD's block file is the size osd init chose (Ceph's raw total is that device).
+		if d := st.TotalBytes - st.SizeBytes; st.SizeBytes == 0 || d > st.SizeBytes/50 || -d > st.SizeBytes/50 {
+			t.Errorf("Ceph's total = %d bytes, want the chosen storage size %d (within 2 %%)", st.TotalBytes, st.SizeBytes)
+		}
 		out, err := n.osd("status")
 		if err != nil || !regexp.MustCompile(`ceph\s+HEALTH_OK, 1/1 OSDs up, [0-9.]+ GiB used, [0-9.]+ GiB free of [0-9.]+ GiB`).MatchString(out) || !strings.Contains(out, "pool volumes") {
 			t.Errorf("osd status = %v\n%s\nwant Ceph's health, space and pools", err, out)

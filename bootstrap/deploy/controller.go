@@ -226,8 +226,10 @@ func (c *Controller) helmValues(spec DeploymentSpec, svc Service) (loadedChart, 
 	if err != nil {
 		return loadedChart{}, nil, "", err
 	}
-	vals := HelmValues(rendered, lc.chart.Values)
-	vals["osd"] = map[string]any{"chartDigest": lc.digest}
+	vals, err := withControllerKey(HelmValues(rendered, lc.chart.Values), lc.digest)
+	if err != nil {
+		return loadedChart{}, nil, "", fmt.Errorf("%s: %w", svc.Name, err)
+	}
 	h, err := ValuesHash(vals)
 	if err != nil {
 		return loadedChart{}, nil, "", err
