@@ -69,7 +69,7 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 			if n := len(in.Steps); n > 0 && in.State == "running" {
 				line += ": step " + in.Steps[n-1].Step
 				if in.Detail != "" {
-					line += " (" + in.Detail + ")"
+					line += " (" + strings.ReplaceAll(in.Detail, "\n", ", ") + ")"
 				}
 			}
 			if in.Error != "" {

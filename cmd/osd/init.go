@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -220,7 +221,7 @@ type progress struct {
 	name    string
 	since   time.Time
 	frame   int
-	lastWhy string
+	seen    map[string]string // non-terminal: the last printed item per key (see changedItems)
 }
 
 func newProgress(w *os.File) *progress {
@@ -229,7 +230,7 @@ func newProgress(w *os.File) *progress {
 }
 
 func (p *progress) step(name string) {
-	p.name, p.since, p.lastWhy = name, time.Now(), ""
+	p.name, p.since, p.seen = name, time.Now(), map[string]string{}
 	if !p.tty {
 		fmt.Fprintf(p.w, "%s ...\n", name)
 	}
@@ -238,13 +239,36 @@ func (p *progress) step(name string) {
 func (p *progress) waiting(why string) {
 	if p.tty {
 		p.frame++
-		fmt.Fprintf(p.w, "\r\033[K%c %s (%s) %s", `|/-\`[p.frame%4], p.name, time.Since(p.since).Round(time.Second), why)
+		fmt.Fprintf(p.w, "\r\033[K%c %s (%s) %s", `|/-\`[p.frame%4], p.name, time.Since(p.since).Round(time.Second), strings.ReplaceAll(why, "\n", ", "))
 		return
 	}
-	if why != p.lastWhy && why != "" {
-		fmt.Fprintf(p.w, "  waiting: %s\n", why)
+	if p.seen == nil {
+		p.seen = map[string]string{}
 	}
-	p.lastWhy = why
+	for _, item := range changedItems(p.seen, why) {
+		fmt.Fprintf(p.w, "  waiting: %s\n", item)
+	}
+}
+
+// changedItems returns the items of why (one a line) that differ from the last one seen
+// with the same key, its first word (a release's name, for the deployment step), and
+// records them in seen (pure but for seen). A log then gets a line when one release's or
+// one image's state changes, not the whole set again.
+func changedItems(seen map[string]string, why string) []string {
+	var out []string
+	for _, item := range strings.Split(why, "\n") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		key, _, _ := strings.Cut(item, " ")
+		if seen[key] == item {
+			continue
+		}
+		seen[key] = item
+		out = append(out, item)
+	}
+	return out
 }
 
 func (p *progress) ok(msg string) {

@@ -42,7 +42,7 @@ type InitState struct {
 	Started   time.Time  `json:"started,omitzero"`
 	Finished  time.Time  `json:"finished,omitzero"`
 	Steps     []Step     `json:"steps,omitempty"`
-	Detail    string     `json:"detail,omitempty"` // what the running step is doing now
+	Detail    string     `json:"detail,omitempty"` // what the running step is doing now, one item a line (e.g. a release each)
 	Error     string     `json:"error,omitempty"`
 	Findings  []Finding  `json:"findings,omitempty"`
 	Decision  *Decisions `json:"decisions,omitempty"`

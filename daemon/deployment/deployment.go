@@ -138,7 +138,7 @@ func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (boo
 	defer stop()
 	res, err := c.UntilReady(uctx, func(r deploy.Result, err error) {
 		changed = changed || len(r.Actions) > 0
-		detail(Progress(r, err))
+		detail(strings.Join(ProgressItems(r, err), "\n"))
 	})
 	if cause := context.Cause(uctx); err != nil && cause != nil && ctx.Err() == nil {
 		err = cause
@@ -189,25 +189,31 @@ func (s *Service) untilImagesFail(ctx context.Context) (context.Context, func())
 
 // Progress is one line saying where each release stands (pure).
 func Progress(r deploy.Result, err error) string {
+	return strings.Join(ProgressItems(r, err), ", ")
+}
+
+// ProgressItems says where each release stands, one item a release (sorted by name), and
+// the last pass's error as a last item (pure). The init step's detail carries them one a
+// line (api.InitState.Detail), so a client that is not a terminal prints what changed.
+func ProgressItems(r deploy.Result, err error) []string {
 	names := make([]string, 0, len(r.Status.Children))
 	for n := range r.Status.Children {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	parts := make([]string, 0, len(names))
+	parts := make([]string, 0, len(names)+1)
 	for _, n := range names {
 		ch := r.Status.Children[n]
 		p := n + " " + ch.State
 		if ch.State != deploy.StateReady && ch.Message != "" {
-			p += " (" + ch.Message + ")"
+			p += " (" + strings.ReplaceAll(ch.Message, "\n", " ") + ")"
 		}
 		parts = append(parts, p)
 	}
-	line := strings.Join(parts, ", ")
 	if err != nil {
-		line += "; last pass: " + err.Error()
+		parts = append(parts, "last pass: "+strings.ReplaceAll(err.Error(), "\n", " "))
 	}
-	return line
+	return parts
 }
 
 // writeCredentials writes clouds.yaml and admin-openrc (0600) unless they are current.

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -94,5 +95,24 @@ func TestSetNodePorts(t *testing.T) {
 	}
 	if !reflect.DeepEqual(services, want) {
 		t.Errorf("SetNodePorts() = %v, want %v", services, want)
+	}
+}
+
+// TestProgressItems: one item a release, sorted, with the reason of those not Ready, and
+// the last pass's error last; messages stay on their item's line.
+func TestProgressItems(t *testing.T) {
+	var r deploy.Result
+	r.Status.Children = map[string]deploy.ChildStatus{
+		"nova":    {State: deploy.StateWaiting, Message: "waiting for placement"},
+		"mariadb": {State: deploy.StateReady, Message: "ignored when Ready"},
+		"ceph":    {State: deploy.StateWaiting, Message: "line one\nline two"},
+	}
+	got := ProgressItems(r, errors.New("apply: boom"))
+	want := []string{"ceph waiting (line one line two)", "mariadb ready", "nova waiting (waiting for placement)", "last pass: apply: boom"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ProgressItems() = %q, want %q", got, want)
+	}
+	if p := Progress(r, nil); p != "ceph waiting (line one line two), mariadb ready, nova waiting (waiting for placement)" {
+		t.Errorf("Progress() = %q", p)
 	}
 }
