@@ -114,6 +114,11 @@ func ServerArgs(c Config) ([]string, error) {
 		"--disable", strings.Join(disabledComponents, ","),
 		"--disable-helm-controller",
 		"--disable-network-policy",
+		// Secrets (database passwords, fernet keys) encrypted in the datastore with a
+		// key k3s makes at its first start with this flag (server/cred/encryption-config.json,
+		// 0600); a datastore written before keeps its old Secrets readable (the identity
+		// provider stays in the configuration) until they are written again.
+		"--secrets-encryption",
 		"--flannel-backend", "none",
 		"--container-runtime-endpoint", "unix://" + c.ContainerdSocket(),
 		"--pause-image", PauseImage,

@@ -24,7 +24,7 @@ func TestServerArgs(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", cfg: base, want: []string{"--data-dir", "/s/k3s", "--write-kubeconfig-mode", "0600",
-			"--container-runtime-endpoint", "unix:///r/containerd/containerd.sock", "--flannel-backend", "none", "--https-listen-port", "6443", "eviction-hard=" + EvictionHard}},
+			"--container-runtime-endpoint", "unix:///r/containerd/containerd.sock", "--secrets-encryption", "--flannel-backend", "none", "--https-listen-port", "6443", "eviction-hard=" + EvictionHard}},
 		{name: "node ip and labels", cfg: func() Config { c := base; c.NodeIP = "10.0.0.5"; c.NodeLabels = []string{"a=b"}; return c }(),
 			want: []string{"--node-ip", "10.0.0.5", "--node-label", "a=b"}},
 		{name: "bad label", cfg: func() Config { c := base; c.NodeLabels = []string{"nolabel"}; return c }(), wantErr: "key=value"},
