@@ -75,8 +75,15 @@ func TestControllerOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := "osd-dev-" + hex.EncodeToString(b)
+	// Only what this test deploys: every other service of the catalog would take the real
+	// deployment's node ports (a second glance-api Service on 30292 left the real Glance
+	// unable to install).
+	deployed := map[string]bool{"coredns": true, "mariadb": true, "rabbitmq": true, "memcached": true, "keystone": true}
 	cat := Catalog{}
 	for _, s := range DefaultCatalog().Services {
+		if !deployed[s.Name] {
+			continue
+		}
 		if s.Namespace == Namespace {
 			s.Namespace = ns
 		}
