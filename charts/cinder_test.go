@@ -323,7 +323,7 @@ func checkCinderPlaceholders(t *testing.T, c cinderObjects) {
 
 // TestCinderLVM: the lvm backend's volume service runs as root on the node with the volume
 // group, with the host's devices and configfs, and exports over iSCSI at the node's address.
-// Rendered only: this machine has no device-mapper and no iSCSI target (see the README).
+// Rendered only: this machine has no device-mapper and no iSCSI target (see docs/storage.md).
 func TestCinderLVM(t *testing.T) {
 	c, _ := renderCinder(t, cinderSpec("lvm", map[string]any{"lvm": map[string]any{"node": "node1"}}))
 	if _, ok := c.deployments["backup"]; ok {

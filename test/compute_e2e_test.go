@@ -459,7 +459,7 @@ func guestPing(t *testing.T, n *node, inNode func(args ...string) *exec.Cmd, net
 // each other on the node: the round trips are compared. Whether TCP from one guest reaches
 // the other across the tunnel is recorded, not required: on the userspace datapath, Open
 // vSwitch 3.1 drops packets whose checksum is left to offload (a virtio guest's TCP) at
-// the tunnel (README: the limit of the userspace datapath).
+// the tunnel (docs/networking.md: the limit of the userspace datapath).
 func checkCrossNode(t *testing.T, n *node, n2 *nsNode, node1 string, f *figures) {
 	onHost := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
 	vm2, took2 := bootOn(t, n, "ce2e-node2", cnName, n2.nsenter)

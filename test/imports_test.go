@@ -19,7 +19,7 @@ const module = "github.com/osdcloud/osd"
 // (it must work before any daemon runs), and the multicall entry point with its tools.
 var cliInProcess = []string{"cmd/osd/daemon.go", "cmd/osd/reset.go", "cmd/osd/preflight.go", "cmd/osd/main.go", "cmd/osd/tools.go"}
 
-// importRules are the layering rules of the tree (README "Architecture"). Each gets a
+// importRules are the layering rules of the tree (docs/architecture.md "Layering"). Each gets a
 // file's path (relative to the repository, slash-separated), whether it is a test file,
 // and one of its imports, and returns why that import is not allowed ("" when it is).
 var importRules = []func(file string, test bool, imp string) string{

@@ -9,7 +9,7 @@ import (
 )
 
 // TestDebLintian runs lintian on the .deb: every error or warning it reports must be one
-// the README explains (section "Lintian"), and every tag the README explains must still
+// docs/install.md explains (section "Lintian"), and every tag it explains must still
 // be reported, so the explanation does not outlive its reason.
 func TestDebLintian(t *testing.T) {
 	if testing.Short() {
@@ -22,28 +22,28 @@ func TestDebLintian(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^([EW]): osd: (\S+)`).FindAllStringSubmatch(out, -1) {
 		reported[m[1]+": "+m[2]] = true
 	}
-	explained := readmeLintianTags(t)
+	explained := docLintianTags(t)
 	for tag := range reported {
 		if !explained[tag] {
-			t.Errorf("lintian reports %s, which the README's Lintian section does not explain:\n%s", tag, out)
+			t.Errorf("lintian reports %s, which the Lintian section of docs/install.md does not explain:\n%s", tag, out)
 		}
 	}
 	for tag := range explained {
 		if !reported[tag] {
-			t.Errorf("the README explains lintian's %s, which lintian no longer reports: remove it from the README", tag)
+			t.Errorf("docs/install.md explains lintian's %s, which lintian no longer reports: remove it from there", tag)
 		}
 	}
 	t.Logf("lintian: %s", strings.Join(keys(reported), ", "))
 }
 
-// readmeLintianTags are the tags listed in the README's Lintian section as "- W: `tag`".
-func readmeLintianTags(t *testing.T) map[string]bool {
-	readme := readFile(t, "../README.md")
-	i := strings.Index(readme, "\n### Lintian\n")
+// docLintianTags are the tags listed in the Lintian section of docs/install.md as "- W: `tag`".
+func docLintianTags(t *testing.T) map[string]bool {
+	doc := readFile(t, "../docs/install.md")
+	i := strings.Index(doc, "\n### Lintian\n")
 	if i < 0 {
-		t.Fatalf("README.md has no \"### Lintian\" section")
+		t.Fatalf("docs/install.md has no \"### Lintian\" section")
 	}
-	section := readme[i+1:]
+	section := doc[i+1:]
 	if j := strings.Index(section[4:], "\n#"); j >= 0 {
 		section = section[:j+4]
 	}
