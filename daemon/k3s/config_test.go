@@ -170,7 +170,7 @@ func TestCNIConfig(t *testing.T) {
 }
 
 func TestRBACManifest(t *testing.T) {
-	got, err := RBACManifest()
+	got, err := RBACManifest("n1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,219 @@
+package k3s
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+)
+
+// Node admission: which names a kubelet may register a Node under.
+//
+// k3s's supervisor signs a kubelet client certificate for whatever node name a bootstrap
+// token holder asks (the header k3s-Node-Name): the only per-name check it makes is the
+// node password, and only for a name that already has one (a member). Kubernetes cannot
+// revoke the certificates it signed. So the API server itself decides, with the
+// ValidatingAdmissionPolicy NodeAdmissionPolicy: a Node is created or updated by a
+// system:node:NAME user only when NodeAdmissionConfigMap lists NAME as a member, or as
+// joining with the digest of the join's live bootstrap token carried in the Node's label
+// JoinLabel (which the joiner's kubelet sets when it registers, and nobody else can know
+// before the Node exists). The server's own kubelet is outside the policy (it registers
+// before osd can write the list). osd rewrites the list (SyncNodeAdmission) whenever a
+// join starts, completes or is revoked, a member is removed, and every minute, from its
+// database (members, pending join tokens) and the bootstrap tokens it issued.
+
+// NodeAdmissionConfigMap (in kube-system) lists, as its keys, the node names a kubelet may
+// register: value AdmissionMember, or AdmissionJoining followed by the join's digest.
+const NodeAdmissionConfigMap = "osd-nodes"
+
+// NodeAdmissionPolicy is the ValidatingAdmissionPolicy (and binding) that enforces
+// NodeAdmissionConfigMap on kubelets.
+const NodeAdmissionPolicy = "osd-node-admission"
+
+// JoinLabel is the Node label whose value (JoinDigest of the agent's bootstrap token)
+// proves, while a join is under way, that the kubelet registering the Node is the
+// joiner's.
+const JoinLabel = "osd.cloud/join"
+
+// Values of NodeAdmissionConfigMap.
+const (
+	AdmissionMember  = "member"
+	AdmissionJoining = "joining "
+)
+
+// The CEL of NodeAdmissionPolicy, exported for the table test that evaluates it.
+const (
+	// NodeUserCondition selects the requests the policy judges: those of kubelets other
+	// than the server's own (%q is the server's node name).
+	NodeUserCondition = `request.userInfo.username.startsWith('system:node:') && request.userInfo.username != 'system:node:' + %q`
+	// NodeAdmitted admits a member's Node, or a joining one carrying its join's digest.
+	NodeAdmitted = `has(params.data) && object.metadata.name in params.data && (
+  params.data[object.metadata.name] == 'member' ||
+  (has(object.metadata.labels) && '` + JoinLabel + `' in object.metadata.labels &&
+   params.data[object.metadata.name] == 'joining ' + object.metadata.labels['` + JoinLabel + `']))`
+	// NodeRefusalMessage says why.
+	NodeRefusalMessage = `has(params.data) && object.metadata.name in params.data && params.data[object.metadata.name].startsWith('joining ') ?
+  'node ' + object.metadata.name + ' is joining the osd cluster, but this kubelet is not the one its join started (its Node lacks the join label ` + JoinLabel + `): a node removed from the osd cluster keeps a kubelet certificate that cannot register again until a new join completes' :
+  'node ' + object.metadata.name + ' is not a member of the osd cluster and no join for it is under way: nodes register only under a name osd admits (a node removed from the osd cluster may come back only by a new join: osd cluster add NAME on a member, then osd join)'`
+)
+
+// JoinDigest is the value of JoinLabel for a join whose agent holds bootstrap token
+// token (its K10 form, or id.secret alone): a one-way digest, so that the label shown on
+// the Node gives nothing that authenticates.
+func JoinDigest(token string) string {
+	if _, cred, ok := strings.Cut(token, "::"); ok {
+		token = cred
+	}
+	sum := sha256.Sum256([]byte("osd-join\x00" + token))
+	return hex.EncodeToString(sum[:20])
+}
+
+// nodeAdmissionObjects are NodeAdmissionPolicy and its binding, for a cluster whose
+// server's node is serverNode. A missing NodeAdmissionConfigMap refuses every kubelet but
+// the server's (failing closed); other users (the cluster's controllers, osd) are not
+// judged.
+func nodeAdmissionObjects(serverNode string) []map[string]any {
+	meta := map[string]any{"name": NodeAdmissionPolicy, "labels": map[string]string{"app.kubernetes.io/managed-by": "osd"}}
+	return []map[string]any{
+		{
+			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": meta,
+			"spec": map[string]any{
+				"failurePolicy": "Fail",
+				"paramKind":     map[string]string{"apiVersion": "v1", "kind": "ConfigMap"},
+				"matchConstraints": map[string]any{"resourceRules": []map[string]any{{
+					"apiGroups": []string{""}, "apiVersions": []string{"v1"},
+					"operations": []string{"CREATE", "UPDATE"}, "resources": []string{"nodes", "nodes/status"},
+				}}},
+				"matchConditions": []map[string]string{{"name": "kubelets", "expression": fmt.Sprintf(NodeUserCondition, serverNode)}},
+				"validations": []map[string]string{{
+					"expression": NodeAdmitted, "messageExpression": NodeRefusalMessage, "reason": "Forbidden",
+				}},
+			},
+		},
+		{
+			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": meta,
+			"spec": map[string]any{
+				"policyName":        NodeAdmissionPolicy,
+				"validationActions": []string{"Deny"},
+				"paramRef": map[string]any{"name": NodeAdmissionConfigMap, "namespace": "kube-system",
+					"parameterNotFoundAction": "Deny"},
+			},
+		},
+	}
+}
+
+// AgentToken is one bootstrap token osd issued for a joining node's agent.
+type AgentToken struct {
+	Secret  string // its Secret's name
+	Node    string
+	Digest  string // JoinDigest of the token
+	Expires time.Time
+}
+
+// AdmissionData is what NodeAdmissionConfigMap should hold (pure): every member that is
+// not barred (removed: see RemovedNodesConfigMap), and every node with a pending join
+// (pending: its join token is neither used, revoked nor expired) and a live agent token
+// (its newest one's digest), barred or not. stale are the agent tokens to delete:
+// expired, or of a node that is a member or whose join is not pending.
+func AdmissionData(members []string, barred, pending map[string]bool, tokens []AgentToken, now time.Time) (data map[string]string, stale []string) {
+	data = map[string]string{}
+	for _, m := range members {
+		if !barred[m] {
+			data[m] = AdmissionMember
+		}
+	}
+	newest := map[string]AgentToken{}
+	for _, t := range tokens {
+		_, member := data[t.Node]
+		if member || !pending[t.Node] || !now.Before(t.Expires) {
+			stale = append(stale, t.Secret)
+			continue
+		}
+		if cur, ok := newest[t.Node]; !ok || t.Expires.After(cur.Expires) {
+			newest[t.Node] = t
+		}
+	}
+	for node, t := range newest {
+		data[node] = AdmissionJoining + t.Digest
+	}
+	return data, stale
+}
+
+// ListAgentTokens returns the bootstrap tokens osd issued (CreateAgentToken).
+func ListAgentTokens(ctx context.Context, cs kubernetes.Interface) ([]AgentToken, error) {
+	list, err := cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: agentTokenLabel})
+	if err != nil {
+		return nil, fmt.Errorf("list the agent tokens: %w", err)
+	}
+	var out []AgentToken
+	for _, s := range list.Items {
+		if s.Type != corev1.SecretType(bootstrapapi.SecretTypeBootstrapToken) {
+			continue
+		}
+		id, secret := string(s.Data[bootstrapapi.BootstrapTokenIDKey]), string(s.Data[bootstrapapi.BootstrapTokenSecretKey])
+		t := AgentToken{Secret: s.Name, Node: s.Labels[agentTokenLabel], Digest: JoinDigest(id + "." + secret)}
+		// A token without a readable expiry counts as expired: it is deleted.
+		t.Expires, _ = time.Parse(time.RFC3339, string(s.Data[bootstrapapi.BootstrapTokenExpirationKey]))
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// SyncNodeAdmission makes NodeAdmissionConfigMap hold AdmissionData (creating it), with
+// the names barred in RemovedNodesConfigMap, and deletes the stale agent tokens. Calls
+// must not overlap (each writes what it computed).
+func SyncNodeAdmission(ctx context.Context, cs kubernetes.Interface, members []string, pending map[string]bool, now time.Time) error {
+	tokens, err := ListAgentTokens(ctx, cs)
+	if err != nil {
+		return err
+	}
+	barred := map[string]bool{}
+	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem)
+	removed, err := cms.Get(ctx, RemovedNodesConfigMap, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read the removed nodes: %w", err)
+	}
+	if err == nil {
+		for name := range removed.Data {
+			barred[name] = true
+		}
+	}
+	data, stale := AdmissionData(members, barred, pending, tokens, now)
+	for attempt := 0; ; attempt++ {
+		cm, err := cms.Get(ctx, NodeAdmissionConfigMap, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: NodeAdmissionConfigMap, Namespace: metav1.NamespaceSystem,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "osd"}}, Data: data}
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		case err != nil:
+			return fmt.Errorf("read the admitted nodes: %w", err)
+		case maps.Equal(cm.Data, data):
+		default:
+			cm.Data = data
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		}
+		if err == nil {
+			break
+		}
+		if (!apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err)) || attempt >= 5 {
+			return fmt.Errorf("update the admitted nodes: %w", err)
+		}
+	}
+	for _, name := range stale {
+		err := cs.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete the stale agent token %s: %w", name, err)
+		}
+	}
+	return nil
+}
