@@ -7,6 +7,7 @@ require (
 	github.com/containerd/errdefs v1.0.0
 	github.com/digitalocean/go-libvirt v0.0.0-20250616175656-5843751af96c
 	github.com/go-logr/logr v1.4.3
+	github.com/google/cel-go v0.26.1
 	github.com/google/go-containerregistry v0.20.2
 	github.com/google/nftables v0.2.0
 	github.com/gorilla/mux v1.8.1
@@ -173,7 +174,6 @@ require (
 	github.com/golang/snappy v0.0.4 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/cadvisor v0.53.0 // indirect
-	github.com/google/cel-go v0.26.1 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-tpm v0.9.5 // indirect

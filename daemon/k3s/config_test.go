@@ -86,6 +86,9 @@ func TestAgentArgs(t *testing.T) {
 	if !slices.Contains(got, "eviction-hard="+EvictionHard) {
 		t.Errorf("AgentArgs() = %v, want the kubelet's eviction thresholds", got)
 	}
+	if !slices.Contains(got, JoinLabel+"="+JoinDigest("K10abc::server:xyz")) {
+		t.Errorf("AgentArgs() = %v, want the node label %s with the join's digest", got, JoinLabel)
+	}
 	if !slices.Contains(got, "cgroup-root=/osd-n2") {
 		t.Errorf("AgentArgs() = %v, want kubelet cgroup-root=/osd-n2", got)
 	}

@@ -1,0 +1,228 @@
+package k3s
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"sigs.k8s.io/yaml"
+)
+
+// evalCEL evaluates expr (a CEL boolean or string expression of NodeAdmissionPolicy) with
+// the variables the API server gives a ValidatingAdmissionPolicy, as plain maps. The
+// policy's expressions use only standard CEL (has, in, startsWith, +, ?:), so cel-go's
+// standard environment judges them as the API server does.
+func evalCEL(t *testing.T, expr string, vars map[string]any) any {
+	t.Helper()
+	env, err := cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("params", cel.DynType), cel.Variable("request", cel.DynType))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		t.Fatalf("compile %s: %v", expr, iss.Err())
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := prg.Eval(vars)
+	if err != nil {
+		return err
+	}
+	return out.Value()
+}
+
+func nodeObject(name string, labels map[string]any) map[string]any {
+	meta := map[string]any{"name": name}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	return map[string]any{"metadata": meta}
+}
+
+func TestNodeAdmissionCEL(t *testing.T) {
+	tok := "K10cafe::abcdef.0123456789abcdef"
+	digest := JoinDigest(tok)
+	params := map[string]any{"data": map[string]any{
+		"n2": AdmissionMember, "n3": AdmissionJoining + digest, "n4": AdmissionJoining + JoinDigest("K10cafe::zzzzzz.otherotherother0"),
+	}}
+	for _, tt := range []struct {
+		name   string
+		user   string
+		object map[string]any
+		params map[string]any
+		judged bool // the match condition selects the request
+		admit  bool
+		msg    string // in the refusal message
+	}{
+		{"a member's kubelet", "system:node:n2", nodeObject("n2", nil), params, true, true, ""},
+		{"the server's kubelet, before any list", "system:node:n1", nodeObject("n1", nil), map[string]any{}, false, false, ""},
+		{"the joining kubelet with its join's label", "system:node:n3", nodeObject("n3", map[string]any{JoinLabel: digest}), params, true, true, ""},
+		{"a kubelet of the joining name without the label (a removed node's kept certificate)", "system:node:n3", nodeObject("n3", map[string]any{"x": "y"}), params, true, false, "not the one its join started"},
+		{"a kubelet of the joining name with no labels at all", "system:node:n3", nodeObject("n3", nil), params, true, false, "not the one its join started"},
+		{"a kubelet with another join's digest", "system:node:n4", nodeObject("n4", map[string]any{JoinLabel: digest}), params, true, false, "not the one its join started"},
+		{"a name osd never admitted (minted with another node's join credential)", "system:node:node-b", nodeObject("node-b", map[string]any{JoinLabel: digest}), params, true, false, "not a member of the osd cluster"},
+		{"an empty list", "system:node:n2", nodeObject("n2", nil), map[string]any{}, true, false, "not a member"},
+		{"an admin", "system:admin", nodeObject("node-b", nil), map[string]any{}, false, false, ""},
+		{"the cloud controller", "k3s-cloud-controller-manager", nodeObject("node-b", nil), params, false, false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]any{"object": tt.object, "params": tt.params, "request": map[string]any{"userInfo": map[string]any{"username": tt.user}}}
+			cond := fmt.Sprintf(NodeUserCondition, "n1")
+			if got := evalCEL(t, cond, vars); got != tt.judged {
+				t.Fatalf("matchCondition %s for %s = %v, want %v", cond, tt.user, got, tt.judged)
+			}
+			if !tt.judged {
+				return
+			}
+			if got := evalCEL(t, NodeAdmitted, vars); got != tt.admit {
+				t.Fatalf("NodeAdmitted(%s, %v) = %v, want %v", tt.user, tt.object, got, tt.admit)
+			}
+			if tt.admit {
+				return
+			}
+			if got, _ := evalCEL(t, NodeRefusalMessage, vars).(string); !strings.Contains(got, tt.msg) {
+				t.Errorf("NodeRefusalMessage = %q, want it to contain %q", got, tt.msg)
+			}
+		})
+	}
+}
+
+// TestRemovedNodesCEL: the removed-nodes policy bars a removed name for everyone but
+// kubelets (NodeAdmissionPolicy judges those, more strictly).
+func TestRemovedNodesCEL(t *testing.T) {
+	objs := nodeGuardObjects()
+	spec := objs[0]["spec"].(map[string]any)
+	cond := spec["matchConditions"].([]map[string]string)[0]["expression"]
+	expr := spec["validations"].([]map[string]string)[0]["expression"]
+	removed := map[string]any{"data": map[string]any{"n2": "2026-12-01T00:00:00Z"}}
+	for _, tt := range []struct {
+		user, node string
+		params     map[string]any
+		judged     bool
+		admit      bool
+	}{
+		{"system:admin", "n2", removed, true, false},
+		{"system:admin", "n3", removed, true, true},
+		{"system:admin", "n2", map[string]any{}, true, true},
+		{"system:node:n2", "n2", removed, false, false},
+	} {
+		vars := map[string]any{"object": nodeObject(tt.node, nil), "params": tt.params, "request": map[string]any{"userInfo": map[string]any{"username": tt.user}}}
+		if got := evalCEL(t, cond, vars); got != tt.judged {
+			t.Errorf("removed-nodes matchCondition for %s = %v, want %v", tt.user, got, tt.judged)
+			continue
+		}
+		if tt.judged {
+			if got := evalCEL(t, expr, vars); got != tt.admit {
+				t.Errorf("removed-nodes validation for %s creating %s with %v = %v, want %v", tt.user, tt.node, tt.params, got, tt.admit)
+			}
+		}
+	}
+}
+
+func TestNodeAdmissionManifest(t *testing.T) {
+	got, err := RBACManifest("osd-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy, binding struct {
+		Kind string
+		Spec struct {
+			FailurePolicy    string
+			MatchConstraints struct {
+				ResourceRules []struct{ Operations, Resources []string }
+			}
+			MatchConditions []struct{ Expression string }
+			ParamRef        struct{ Name, Namespace, ParameterNotFoundAction string }
+		}
+	}
+	for _, d := range strings.Split(string(got), "\n---\n") {
+		if !strings.Contains(d, "name: "+NodeAdmissionPolicy) {
+			continue
+		}
+		if strings.Contains(d, "kind: ValidatingAdmissionPolicyBinding") {
+			if err := yaml.Unmarshal([]byte(d), &binding); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := yaml.Unmarshal([]byte(d), &policy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if policy.Kind != "ValidatingAdmissionPolicy" || policy.Spec.FailurePolicy != "Fail" || len(policy.Spec.MatchConstraints.ResourceRules) != 1 {
+		t.Fatalf("RBACManifest() policy %s = %+v, want a ValidatingAdmissionPolicy failing closed", NodeAdmissionPolicy, policy)
+	}
+	r := policy.Spec.MatchConstraints.ResourceRules[0]
+	if !slices.Equal(r.Operations, []string{"CREATE", "UPDATE"}) || !slices.Equal(r.Resources, []string{"nodes", "nodes/status"}) {
+		t.Errorf("policy rules = %+v, want CREATE and UPDATE of nodes and nodes/status", r)
+	}
+	if len(policy.Spec.MatchConditions) != 1 || !strings.Contains(policy.Spec.MatchConditions[0].Expression, `"osd-1"`) {
+		t.Errorf("policy match conditions = %+v, want the server's kubelet osd-1 left out", policy.Spec.MatchConditions)
+	}
+	if p := binding.Spec.ParamRef; binding.Kind != "ValidatingAdmissionPolicyBinding" || p.Name != NodeAdmissionConfigMap || p.Namespace != "kube-system" || p.ParameterNotFoundAction != "Deny" {
+		t.Errorf("binding = %+v, want params %s in kube-system, denying when it is missing", binding, NodeAdmissionConfigMap)
+	}
+	if _, err := RBACManifest(""); err == nil {
+		t.Error(`RBACManifest("") = nil error, want one: the server's kubelet must be named`)
+	}
+}
+
+func TestJoinDigest(t *testing.T) {
+	a := JoinDigest("K10cafe::abcdef.0123456789abcdef")
+	if b := JoinDigest("abcdef.0123456789abcdef"); a != b {
+		t.Errorf("JoinDigest(K10 form) = %s, JoinDigest(id.secret) = %s, want the same", a, b)
+	}
+	if len(a) != 40 || strings.Contains(a, "0123456789abcdef") {
+		t.Errorf("JoinDigest = %q, want 40 hex characters revealing nothing of the token", a)
+	}
+	if c := JoinDigest("K10cafe::abcdef.0123456789abcdeg"); c == a {
+		t.Errorf("JoinDigest of two tokens = %s for both", a)
+	}
+}
+
+func TestAdmissionData(t *testing.T) {
+	now := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
+	live, dead := now.Add(10*time.Minute), now.Add(-time.Second)
+	tok := func(secret, node string, exp time.Time) AgentToken {
+		return AgentToken{Secret: secret, Node: node, Digest: "d-" + secret, Expires: exp}
+	}
+	for _, tt := range []struct {
+		name      string
+		members   []string
+		barred    map[string]bool
+		pending   map[string]bool
+		tokens    []AgentToken
+		want      map[string]string
+		wantStale []string
+	}{
+		{name: "the server alone", members: []string{"n1"}, want: map[string]string{"n1": AdmissionMember}},
+		{name: "a join under way", members: []string{"n1"}, pending: map[string]bool{"n3": true}, tokens: []AgentToken{tok("s3", "n3", live)},
+			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + "d-s3"}},
+		{name: "a token issued, no join request yet", members: []string{"n1"}, pending: map[string]bool{"n3": true},
+			want: map[string]string{"n1": AdmissionMember}},
+		{name: "a retried join: the newest agent token", members: []string{"n1"}, pending: map[string]bool{"n3": true},
+			tokens: []AgentToken{tok("old", "n3", live.Add(-time.Minute)), tok("new", "n3", live)},
+			want:   map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + "d-new"}},
+		{name: "a revoked or expired join token", members: []string{"n1"}, pending: map[string]bool{"n3": false}, tokens: []AgentToken{tok("s3", "n3", live)},
+			want: map[string]string{"n1": AdmissionMember}, wantStale: []string{"s3"}},
+		{name: "an expired agent token", members: []string{"n1"}, pending: map[string]bool{"n3": true}, tokens: []AgentToken{tok("s3", "n3", dead)},
+			want: map[string]string{"n1": AdmissionMember}, wantStale: []string{"s3"}},
+		{name: "a completed join", members: []string{"n1", "n3"}, pending: map[string]bool{"n3": false}, tokens: []AgentToken{tok("s3", "n3", live)},
+			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionMember}, wantStale: []string{"s3"}},
+		{name: "a member being removed (barred)", members: []string{"n1", "n2"}, barred: map[string]bool{"n2": true},
+			want: map[string]string{"n1": AdmissionMember}},
+		{name: "a removed name joining again", members: []string{"n1"}, barred: map[string]bool{"n2": true}, pending: map[string]bool{"n2": true},
+			tokens: []AgentToken{tok("s2", "n2", live)}, want: map[string]string{"n1": AdmissionMember, "n2": AdmissionJoining + "d-s2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, stale := AdmissionData(tt.members, tt.barred, tt.pending, tt.tokens, now)
+			if !maps.Equal(got, tt.want) || !slices.Equal(stale, tt.wantStale) {
+				t.Errorf("AdmissionData() = %v, stale %v, want %v, stale %v", got, stale, tt.want, tt.wantStale)
+			}
+		})
+	}
+}
