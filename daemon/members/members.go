@@ -6,6 +6,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -27,6 +28,7 @@ import (
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/store"
 )
 
 // InstanceLabel marks pods that are VMs, counted on a Kubernetes-only cluster (no pod
@@ -309,7 +311,8 @@ func (s *Service) admitMember(ctx context.Context, name string, roles []string) 
 
 // dropAgentTokens deletes the agent credentials issued for name and takes it off the
 // names being admitted (its join token is being revoked: whatever the join's agent got
-// registers no Node).
+// registers no Node), then deletes the Node the join may have registered meanwhile,
+// unless name is a member.
 func (s *Service) dropAgentTokens(ctx context.Context, name string) error {
 	cs, err := s.adminClient()
 	if err != nil {
@@ -318,5 +321,21 @@ func (s *Service) dropAgentTokens(ctx context.Context, name string) error {
 	if err := k3s.DeleteAgentTokens(ctx, cs, name); err != nil {
 		return err
 	}
-	return s.syncAdmission(ctx, cs, name)
+	if err := s.syncAdmission(ctx, cs, name); err != nil {
+		return err
+	}
+	if _, err := s.st.DB.GetMember(ctx, name); err == nil || !errors.Is(err, store.ErrNotFound) {
+		return err // a member (whose token is long used) keeps its Node
+	}
+	if name == s.st.Cfg.NodeName {
+		return nil
+	}
+	err = cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil {
+		slog.Info("deleted the Node a revoked join registered", "node", name)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the node of the revoked join of %s: %w", name, err)
+	}
+	return nil
 }
