@@ -34,9 +34,50 @@ func TestStatefulPinnedToTheirNode(t *testing.T) {
 				t.Fatalf("%s: no %s rendered", c.release, c.workload)
 			}
 			got := pod.NodeSelector["kubernetes.io/hostname"]
-			if got != node || (node == "" && len(pod.NodeSelector) != 0) {
-				t.Errorf("%s with node %q: nodeSelector %v, want kubernetes.io/hostname=%q", c.workload, node, pod.NodeSelector, node)
+			if got != node || pod.NodeSelector[controlPlaneLabel] != "enabled" || (node == "" && len(pod.NodeSelector) != 1) {
+				t.Errorf("%s with node %q: nodeSelector %v, want kubernetes.io/hostname=%q and %s=enabled", c.workload, node, pod.NodeSelector, node, controlPlaneLabel)
 			}
+		}
+	}
+}
+
+// controlPlaneLabel is the label of nodes with the control role (cluster.RoleLabels).
+const controlPlaneLabel = "node-restriction.kubernetes.io/openstack-control-plane"
+
+// TestControlPlaneOnControlNodes: every control-plane Deployment and StatefulSet runs
+// only on nodes with the control role (issue 35, item 4), so that the node authorizer
+// never hands a compute-only node their Secrets; the DaemonSets of the compute role
+// (nova-compute, ovn-controller, the metadata agent) keep their own selectors.
+func TestControlPlaneOnControlNodes(t *testing.T) {
+	for _, release := range []string{"mariadb", "rabbitmq", "memcached", "keystone", "glance", "placement", "nova", "neutron", "ovn", "horizon", "heat", "cinder"} {
+		spec := deploy.DeploymentSpec{Images: testImages}
+		if release == "cinder" {
+			spec = cinderSpec("ceph", nil)
+		}
+		_, typed := renderService(t, release, spec)
+		n := 0
+		for name, o := range typed {
+			var pod corev1.PodSpec
+			switch w := o.(type) {
+			case *appsv1.StatefulSet:
+				pod = w.Spec.Template.Spec
+			case *appsv1.Deployment:
+				pod = w.Spec.Template.Spec
+			case *appsv1.DaemonSet:
+				if w.Spec.Template.Spec.NodeSelector[controlPlaneLabel] != "" {
+					t.Errorf("%s: DaemonSet %s selects %s, want its role's nodes", release, name, controlPlaneLabel)
+				}
+				continue
+			default:
+				continue
+			}
+			n++
+			if pod.NodeSelector[controlPlaneLabel] != "enabled" {
+				t.Errorf("%s: %s nodeSelector = %v, want %s=enabled", release, name, pod.NodeSelector, controlPlaneLabel)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s renders no Deployment or StatefulSet", release)
 		}
 	}
 }
