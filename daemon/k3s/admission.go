@@ -78,12 +78,20 @@ func JoinDigest(token string) string {
 }
 
 // nodeAdmissionObjects are NodeAdmissionPolicy and its binding, for a cluster whose
-// server's node is serverNode. A missing NodeAdmissionConfigMap refuses every kubelet but
-// the server's (failing closed); other users (the cluster's controllers, osd) are not
-// judged.
+// server's node is serverNode, and NodeAdmissionConfigMap without data (osd fills it; an
+// apply of the manifest leaves the keys it added). The ConfigMap comes with the policy
+// because the API server resolves a binding's parameters before it evaluates the
+// policy's match conditions: without it, parameterNotFoundAction Deny would refuse every
+// write to a Node, the server's kubelet's and the controllers' too. With it and no data,
+// every kubelet but the server's is refused (failing closed); other users (the cluster's
+// controllers, osd) are not judged.
 func nodeAdmissionObjects(serverNode string) []map[string]any {
 	meta := map[string]any{"name": NodeAdmissionPolicy, "labels": map[string]string{"app.kubernetes.io/managed-by": "osd"}}
 	return []map[string]any{
+		{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": NodeAdmissionConfigMap, "namespace": "kube-system", "labels": map[string]string{"app.kubernetes.io/managed-by": "osd"}},
+		},
 		{
 			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": meta,
 			"spec": map[string]any{

@@ -166,6 +166,9 @@ func TestNodeAdmissionManifest(t *testing.T) {
 	if p := binding.Spec.ParamRef; binding.Kind != "ValidatingAdmissionPolicyBinding" || p.Name != NodeAdmissionConfigMap || p.Namespace != "kube-system" || p.ParameterNotFoundAction != "Deny" {
 		t.Errorf("binding = %+v, want params %s in kube-system, denying when it is missing", binding, NodeAdmissionConfigMap)
 	}
+	if !strings.Contains(string(got), "kind: ConfigMap\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: osd\n  name: "+NodeAdmissionConfigMap+"\n  namespace: kube-system\n") {
+		t.Errorf("RBACManifest() lacks the ConfigMap %s (without it the binding's Deny refuses every Node write):\n%s", NodeAdmissionConfigMap, got)
+	}
 	if _, err := RBACManifest(""); err == nil {
 		t.Error(`RBACManifest("") = nil error, want one: the server's kubelet must be named`)
 	}
