@@ -1,6 +1,7 @@
 package k3s
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,33 +9,67 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/cel-go/cel"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	authuser "k8s.io/apiserver/pkg/authentication/user"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
-// evalCEL evaluates expr (a CEL boolean or string expression of NodeAdmissionPolicy) with
-// the variables the API server gives a ValidatingAdmissionPolicy, as plain maps. The
-// policy's expressions use only standard CEL (has, in, startsWith, +, ?:), so cel-go's
-// standard environment judges them as the API server does.
+// evalCEL evaluates expr (a CEL expression of NodeAdmissionPolicy or of the removed-nodes
+// policy) as the API server does: compiled by its admission CEL compiler (the
+// environment of new expressions, strict cost) with params declared, and run on a write
+// of the Node vars["object"] by vars["request"]'s user with vars["params"] (a ConfigMap's
+// data, or nil for a ConfigMap without data). It returns the result's value or the error.
 func evalCEL(t *testing.T, expr string, vars map[string]any) any {
 	t.Helper()
-	env, err := cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("params", cel.DynType), cel.Variable("request", cel.DynType))
+	obj := vars["object"].(map[string]any)["metadata"].(map[string]any)
+	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: obj["name"].(string)}}
+	if labels, ok := obj["labels"].(map[string]any); ok {
+		node.Labels = map[string]string{}
+		for k, v := range labels {
+			node.Labels[k] = v.(string)
+		}
+	}
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: NodeAdmissionConfigMap, Namespace: "kube-system"}}
+	if data, ok := vars["params"].(map[string]any)["data"].(map[string]any); ok {
+		cm.Data = map[string]string{}
+		for k, v := range data {
+			cm.Data[k] = v.(string)
+		}
+	}
+	username := vars["request"].(map[string]any)["userInfo"].(map[string]any)["username"].(string)
+
+	env := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion(), true)
+	var acc plugincel.ExpressionAccessor = &validating.ValidationCondition{Expression: expr}
+	if expr == NodeRefusalMessage {
+		acc = &validating.MessageExpressionCondition{MessageExpression: expr}
+	}
+	f := plugincel.NewConditionCompiler(env).CompileCondition([]plugincel.ExpressionAccessor{acc},
+		plugincel.OptionalVariableDeclarations{HasParams: true, StrictCost: true}, environment.NewExpressions)
+	gvk, gvr := corev1.SchemeGroupVersion.WithKind("Node"), corev1.SchemeGroupVersion.WithResource("nodes")
+	attr := admission.NewAttributesRecord(node, nil, gvk, "", node.Name, gvr, "", admission.Create, &metav1.CreateOptions{}, false, &authuser.DefaultInfo{Name: username})
+	va, err := admission.NewVersionedAttributes(attr, gvk, admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ast, iss := env.Compile(expr)
-	if iss.Err() != nil {
-		t.Fatalf("compile %s: %v", expr, iss.Err())
-	}
-	prg, err := env.Program(ast)
+	results, _, err := f.ForInput(context.Background(), va, plugincel.CreateAdmissionRequest(attr, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk)),
+		plugincel.OptionalVariableBindings{VersionedParams: cm}, nil, celconfig.RuntimeCELCostBudget)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("evaluate %s: %v", expr, err)
 	}
-	out, _, err := prg.Eval(vars)
-	if err != nil {
-		return err
+	if results[0].Error != nil {
+		if strings.Contains(results[0].Error.Error(), "compilation failed") {
+			t.Fatalf("compile %s: %v", expr, results[0].Error)
+		}
+		return results[0].Error
 	}
-	return out.Value()
+	return results[0].EvalResult.Value()
 }
 
 func nodeObject(name string, labels map[string]any) map[string]any {
@@ -86,8 +121,8 @@ func TestNodeAdmissionCEL(t *testing.T) {
 			if tt.admit {
 				return
 			}
-			if got, _ := evalCEL(t, NodeRefusalMessage, vars).(string); !strings.Contains(got, tt.msg) {
-				t.Errorf("NodeRefusalMessage = %q, want it to contain %q", got, tt.msg)
+			if got, ok := evalCEL(t, NodeRefusalMessage, vars).(string); !ok || !strings.Contains(got, tt.msg) {
+				t.Errorf("NodeRefusalMessage = %q (%v), want it to contain %q", got, evalCEL(t, NodeRefusalMessage, vars), tt.msg)
 			}
 		})
 	}
