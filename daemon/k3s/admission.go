@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,15 +25,19 @@ import (
 // revoke the certificates it signed. So the API server itself decides, with the
 // ValidatingAdmissionPolicy NodeAdmissionPolicy: a Node is created or updated by a
 // system:node:NAME user only when NodeAdmissionConfigMap lists NAME as a member, or as
-// joining with the digest of the join's live bootstrap token carried in the Node's label
-// JoinLabel (which the joiner's kubelet sets when it registers, and nobody else can know
-// before the Node exists). The server's own kubelet is outside the policy (it registers
+// joining with the digest of a bootstrap token osd issued to this join carried in the
+// Node's label JoinLabel (which the joiner's kubelet sets when it registers, and nobody
+// else can know before the Node exists). A join lasts as long as its join token is
+// pending: a join retried with the same token (each attempt gets a new bootstrap token)
+// keeps the digests of its earlier attempts, whose kubelet may already have registered. The server's own kubelet is outside the policy (it registers
 // before osd can write the list). osd rewrites the list (SyncNodeAdmission) whenever a
 // join starts, completes or is revoked, a member is removed, and every minute, from its
 // database (members, pending join tokens) and the bootstrap tokens it issued.
 
 // NodeAdmissionConfigMap (in kube-system) lists, as its keys, the node names a kubelet may
-// register: value AdmissionMember, or AdmissionJoining followed by the join's digest.
+// register: value AdmissionMember, or AdmissionJoining followed by "@" and the Unix time
+// its join token was issued, then the digests of the join's bootstrap tokens, each
+// after a space ("joining @1764626400 3f2a... 9bc1...").
 const NodeAdmissionConfigMap = "osd-nodes"
 
 // NodeAdmissionPolicy is the ValidatingAdmissionPolicy (and binding) that enforces
@@ -58,8 +63,10 @@ const (
 	// NodeAdmitted admits a member's Node, or a joining one carrying its join's digest.
 	NodeAdmitted = `has(params.data) && object.metadata.name in params.data && (
   params.data[object.metadata.name] == 'member' ||
-  (has(object.metadata.labels) && '` + JoinLabel + `' in object.metadata.labels &&
-   params.data[object.metadata.name] == 'joining ' + object.metadata.labels['` + JoinLabel + `']))`
+  (params.data[object.metadata.name].startsWith('joining ') &&
+   has(object.metadata.labels) && '` + JoinLabel + `' in object.metadata.labels &&
+   size(object.metadata.labels['` + JoinLabel + `']) == 40 &&
+   (params.data[object.metadata.name] + ' ').contains(' ' + object.metadata.labels['` + JoinLabel + `'] + ' ')))`
 	// NodeRefusalMessage says why.
 	NodeRefusalMessage = `has(params.data) && object.metadata.name in params.data && params.data[object.metadata.name].startsWith('joining ') ?
   'node ' + object.metadata.name + ' is joining the osd cluster, but this kubelet is not the one its join started (its Node lacks the join label ` + JoinLabel + `): a node removed from the osd cluster keeps a kubelet certificate that cannot register again until a new join completes' :
@@ -127,34 +134,58 @@ type AgentToken struct {
 	Expires time.Time
 }
 
+// maxJoinDigests bounds the digests one join keeps (its attempts).
+const maxJoinDigests = 8
+
 // AdmissionData is what NodeAdmissionConfigMap should hold (pure): every member that is
-// not barred (removed: see RemovedNodesConfigMap), and every node with a pending join
-// (pending: its join token is neither used, revoked nor expired) and a live agent token
-// (its newest one's digest), barred or not. stale are the agent tokens to delete:
-// expired, or of a node that is a member or whose join is not pending.
-func AdmissionData(members []string, barred, pending map[string]bool, tokens []AgentToken, now time.Time) (data map[string]string, stale []string) {
+// not barred (removed: see RemovedNodesConfigMap), and every node with a pending join,
+// barred or not. pending holds, for each node whose join token is neither used, revoked
+// nor expired, when that token was issued. A pending join is admitted with the digests
+// of its live agent tokens and those current (what the list holds now) recorded for the
+// same join token; one with neither (no join request yet) is not. stale are the agent
+// tokens to delete: expired, or of a node that is a member or whose join is not pending.
+func AdmissionData(members []string, barred map[string]bool, pending map[string]time.Time, current map[string]string, tokens []AgentToken, now time.Time) (data map[string]string, stale []string) {
 	data = map[string]string{}
 	for _, m := range members {
 		if !barred[m] {
 			data[m] = AdmissionMember
 		}
 	}
-	newest := map[string]AgentToken{}
+	digests := map[string][]string{}
+	for node, issued := range pending {
+		if _, member := data[node]; member {
+			continue
+		}
+		fields := strings.Fields(current[node])
+		if len(fields) > 2 && fields[0] == strings.TrimSpace(AdmissionJoining) && fields[1] == joinStamp(issued) {
+			digests[node] = fields[2:]
+		}
+	}
+	// Oldest first, so that the newest attempts are the ones kept.
+	tokens = slices.Clone(tokens)
+	slices.SortStableFunc(tokens, func(a, b AgentToken) int { return a.Expires.Compare(b.Expires) })
 	for _, t := range tokens {
 		_, member := data[t.Node]
-		if member || !pending[t.Node] || !now.Before(t.Expires) {
+		_, isPending := pending[t.Node]
+		if member || !isPending || !now.Before(t.Expires) {
 			stale = append(stale, t.Secret)
 			continue
 		}
-		if cur, ok := newest[t.Node]; !ok || t.Expires.After(cur.Expires) {
-			newest[t.Node] = t
+		if !slices.Contains(digests[t.Node], t.Digest) {
+			digests[t.Node] = append(digests[t.Node], t.Digest)
 		}
 	}
-	for node, t := range newest {
-		data[node] = AdmissionJoining + t.Digest
+	for node, ds := range digests {
+		if len(ds) > maxJoinDigests {
+			ds = ds[len(ds)-maxJoinDigests:]
+		}
+		data[node] = AdmissionJoining + joinStamp(pending[node]) + " " + strings.Join(ds, " ")
 	}
 	return data, stale
 }
+
+// joinStamp names the join token issued at issued ("@" is no label value's character).
+func joinStamp(issued time.Time) string { return fmt.Sprintf("@%d", issued.Unix()) }
 
 // ListAgentTokens returns the bootstrap tokens osd issued (CreateAgentToken).
 func ListAgentTokens(ctx context.Context, cs kubernetes.Interface) ([]AgentToken, error) {
@@ -179,7 +210,7 @@ func ListAgentTokens(ctx context.Context, cs kubernetes.Interface) ([]AgentToken
 // SyncNodeAdmission makes NodeAdmissionConfigMap hold AdmissionData (creating it), with
 // the names barred in RemovedNodesConfigMap, and deletes the stale agent tokens. Calls
 // must not overlap (each writes what it computed).
-func SyncNodeAdmission(ctx context.Context, cs kubernetes.Interface, members []string, pending map[string]bool, now time.Time) error {
+func SyncNodeAdmission(ctx context.Context, cs kubernetes.Interface, members []string, pending map[string]time.Time, now time.Time) error {
 	tokens, err := ListAgentTokens(ctx, cs)
 	if err != nil {
 		return err
@@ -195,18 +226,19 @@ func SyncNodeAdmission(ctx context.Context, cs kubernetes.Interface, members []s
 			barred[name] = true
 		}
 	}
-	data, stale := AdmissionData(members, barred, pending, tokens, now)
+	var stale []string
 	for attempt := 0; ; attempt++ {
 		cm, err := cms.Get(ctx, NodeAdmissionConfigMap, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("read the admitted nodes: %w", err)
+		}
+		var data map[string]string
+		if err != nil {
+			data, stale = AdmissionData(members, barred, pending, nil, tokens, now)
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: NodeAdmissionConfigMap, Namespace: metav1.NamespaceSystem,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "osd"}}, Data: data}
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-		case err != nil:
-			return fmt.Errorf("read the admitted nodes: %w", err)
-		case maps.Equal(cm.Data, data):
-		default:
+		} else if data, stale = AdmissionData(members, barred, pending, cm.Data, tokens, now); !maps.Equal(cm.Data, data) {
 			cm.Data = data
 			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		}

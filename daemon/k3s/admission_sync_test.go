@@ -60,7 +60,7 @@ func TestSyncNodeAdmission(t *testing.T) {
 	writeServerCA(t, p)
 	cs := fake.NewClientset()
 	now := time.Now()
-	sync := func(members []string, pending map[string]bool) map[string]string {
+	sync := func(members []string, pending map[string]time.Time) map[string]string {
 		t.Helper()
 		if err := SyncNodeAdmission(ctx, cs, members, pending, now); err != nil {
 			t.Fatalf("SyncNodeAdmission(%v, %v) = %v", members, pending, err)
@@ -75,7 +75,8 @@ func TestSyncNodeAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := sync([]string{"n1"}, map[string]bool{"n3": true})
+	issued := now.Add(-time.Minute)
+	got := sync([]string{"n1"}, map[string]time.Time{"n3": issued})
 	args, err := AgentArgs(Config{Paths: p, NodeName: "n3"}, "https://10.0.0.1:6443", tok)
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +87,12 @@ func TestSyncNodeAdmission(t *testing.T) {
 			label = args[i+1][len(JoinLabel)+1:]
 		}
 	}
-	if label == "" || got["n3"] != AdmissionJoining+label {
+	if label == "" || got["n3"] != AdmissionJoining+joinStamp(issued)+" "+label {
 		t.Fatalf("admitted during n3's join = %v, the agent labels its Node %s=%q: want n3 joining with that digest", got, JoinLabel, label)
 	}
 
 	// Revoked: the name is no longer admitted and its agent token is gone.
-	if got := sync([]string{"n1"}, map[string]bool{"n3": false}); len(got) != 1 {
+	if got := sync([]string{"n1"}, nil); len(got) != 1 {
 		t.Errorf("admitted after n3's token was revoked = %v, want only n1", got)
 	}
 	if left, _ := ListAgentTokens(ctx, cs); len(left) != 0 {
@@ -109,14 +110,23 @@ func TestSyncNodeAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sync([]string{"n1"}, map[string]bool{"n3": true}); got["n3"] != AdmissionJoining+JoinDigest(tok2) || JoinDigest(tok2) == label {
+	reissued := now.Add(-10 * time.Second)
+	if got := sync([]string{"n1"}, map[string]time.Time{"n3": reissued}); got["n3"] != AdmissionJoining+joinStamp(reissued)+" "+JoinDigest(tok2) || JoinDigest(tok2) == label {
 		t.Errorf("admitted during n3's new join = %v, want joining with the new token's digest %s (the old one was %s)", got, JoinDigest(tok2), label)
 	}
 	// Completed: un-barred, a member, and its agent token is gone.
 	if err := UnbarNode(ctx, cs, "n3"); err != nil {
 		t.Fatal(err)
 	}
-	if got := sync([]string{"n1", "n3"}, map[string]bool{"n3": false}); got["n3"] != AdmissionMember {
+	// A retry of that join (a new agent token replacing the first) keeps both digests.
+	tok3, _, err := CreateAgentToken(ctx, cs, p, "n3", 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sync([]string{"n1"}, map[string]time.Time{"n3": reissued}); got["n3"] != AdmissionJoining+joinStamp(reissued)+" "+JoinDigest(tok2)+" "+JoinDigest(tok3) {
+		t.Errorf("admitted after a retry of n3's join = %v, want both attempts' digests", got)
+	}
+	if got := sync([]string{"n1", "n3"}, nil); got["n3"] != AdmissionMember {
 		t.Errorf("admitted after n3's join completed = %v, want n3 a member", got)
 	}
 	if left, _ := ListAgentTokens(ctx, cs); len(left) != 0 {

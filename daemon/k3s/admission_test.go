@@ -83,8 +83,10 @@ func nodeObject(name string, labels map[string]any) map[string]any {
 func TestNodeAdmissionCEL(t *testing.T) {
 	tok := "K10cafe::abcdef.0123456789abcdef"
 	digest := JoinDigest(tok)
+	earlier := JoinDigest("K10cafe::abcdef.0000000000000000") // an earlier attempt of n3's join
 	params := map[string]any{"data": map[string]any{
-		"n2": AdmissionMember, "n3": AdmissionJoining + digest, "n4": AdmissionJoining + JoinDigest("K10cafe::zzzzzz.otherotherother0"),
+		"n2": AdmissionMember, "n3": AdmissionJoining + "@1764626400 " + earlier + " " + digest, "n4": AdmissionJoining + "@1764626400 " + JoinDigest("K10cafe::zzzzzz.otherotherother0"),
+		"n5": AdmissionJoining + "@1764626400 " + earlier,
 	}}
 	for _, tt := range []struct {
 		name   string
@@ -98,6 +100,9 @@ func TestNodeAdmissionCEL(t *testing.T) {
 		{"a member's kubelet", "system:node:n2", nodeObject("n2", nil), params, true, true, ""},
 		{"the server's kubelet, before any list", "system:node:n1", nodeObject("n1", nil), map[string]any{}, false, false, ""},
 		{"the joining kubelet with its join's label", "system:node:n3", nodeObject("n3", map[string]any{JoinLabel: digest}), params, true, true, ""},
+		{"the kubelet of an earlier attempt of the same join", "system:node:n5", nodeObject("n5", map[string]any{JoinLabel: earlier}), params, true, true, ""},
+		{"a label naming the join token's stamp", "system:node:n3", nodeObject("n3", map[string]any{JoinLabel: "@1764626400"}), params, true, false, "not the one its join started"},
+		{"a label naming part of a digest", "system:node:n3", nodeObject("n3", map[string]any{JoinLabel: digest[:20]}), params, true, false, "not the one its join started"},
 		{"a kubelet of the joining name without the label (a removed node's kept certificate)", "system:node:n3", nodeObject("n3", map[string]any{"x": "y"}), params, true, false, "not the one its join started"},
 		{"a kubelet of the joining name with no labels at all", "system:node:n3", nodeObject("n3", nil), params, true, false, "not the one its join started"},
 		{"a kubelet with another join's digest", "system:node:n4", nodeObject("n4", map[string]any{JoinLabel: digest}), params, true, false, "not the one its join started"},
@@ -224,6 +229,8 @@ func TestJoinDigest(t *testing.T) {
 
 func TestAdmissionData(t *testing.T) {
 	now := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
+	issued, reissued := now.Add(-5*time.Minute), now.Add(-time.Minute)
+	stamp, restamp := joinStamp(issued), joinStamp(reissued)
 	live, dead := now.Add(10*time.Minute), now.Add(-time.Second)
 	tok := func(secret, node string, exp time.Time) AgentToken {
 		return AgentToken{Secret: secret, Node: node, Digest: "d-" + secret, Expires: exp}
@@ -232,35 +239,50 @@ func TestAdmissionData(t *testing.T) {
 		name      string
 		members   []string
 		barred    map[string]bool
-		pending   map[string]bool
+		pending   map[string]time.Time
+		current   map[string]string
 		tokens    []AgentToken
 		want      map[string]string
 		wantStale []string
 	}{
 		{name: "the server alone", members: []string{"n1"}, want: map[string]string{"n1": AdmissionMember}},
-		{name: "a join under way", members: []string{"n1"}, pending: map[string]bool{"n3": true}, tokens: []AgentToken{tok("s3", "n3", live)},
-			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + "d-s3"}},
-		{name: "a token issued, no join request yet", members: []string{"n1"}, pending: map[string]bool{"n3": true},
+		{name: "a join under way", members: []string{"n1"}, pending: map[string]time.Time{"n3": issued}, tokens: []AgentToken{tok("s3", "n3", live)},
+			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + stamp + " d-s3"}},
+		{name: "a token issued, no join request yet", members: []string{"n1"}, pending: map[string]time.Time{"n3": issued},
 			want: map[string]string{"n1": AdmissionMember}},
-		{name: "a retried join: the newest agent token", members: []string{"n1"}, pending: map[string]bool{"n3": true},
-			tokens: []AgentToken{tok("old", "n3", live.Add(-time.Minute)), tok("new", "n3", live)},
-			want:   map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + "d-new"}},
-		{name: "a revoked or expired join token", members: []string{"n1"}, pending: map[string]bool{"n3": false}, tokens: []AgentToken{tok("s3", "n3", live)},
-			want: map[string]string{"n1": AdmissionMember}, wantStale: []string{"s3"}},
-		{name: "an expired agent token", members: []string{"n1"}, pending: map[string]bool{"n3": true}, tokens: []AgentToken{tok("s3", "n3", dead)},
-			want: map[string]string{"n1": AdmissionMember}, wantStale: []string{"s3"}},
-		{name: "a completed join", members: []string{"n1", "n3"}, pending: map[string]bool{"n3": false}, tokens: []AgentToken{tok("s3", "n3", live)},
-			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionMember}, wantStale: []string{"s3"}},
+		{name: "a retried join keeps its earlier attempt's digest", members: []string{"n1"}, pending: map[string]time.Time{"n3": issued},
+			current: map[string]string{"n3": AdmissionJoining + stamp + " d-old"}, tokens: []AgentToken{tok("new", "n3", live)},
+			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + stamp + " d-old d-new"}},
+		{name: "a join whose agent token expired, its join token still pending", members: []string{"n1"}, pending: map[string]time.Time{"n3": issued},
+			current: map[string]string{"n3": AdmissionJoining + stamp + " d-s3"}, tokens: []AgentToken{tok("s3", "n3", dead)},
+			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + stamp + " d-s3"}, wantStale: []string{"s3"}},
+		{name: "a new join token forgets the digests of the one before", members: []string{"n1"}, pending: map[string]time.Time{"n3": reissued},
+			current: map[string]string{"n3": AdmissionJoining + stamp + " d-old"}, tokens: []AgentToken{tok("new", "n3", live)},
+			want: map[string]string{"n1": AdmissionMember, "n3": AdmissionJoining + restamp + " d-new"}},
+		{name: "a revoked or expired join token", members: []string{"n1"}, current: map[string]string{"n3": AdmissionJoining + stamp + " d-s3"},
+			tokens: []AgentToken{tok("s3", "n3", live)}, want: map[string]string{"n1": AdmissionMember}, wantStale: []string{"s3"}},
+		{name: "a completed join", members: []string{"n1", "n3"}, current: map[string]string{"n3": AdmissionJoining + stamp + " d-s3"},
+			tokens: []AgentToken{tok("s3", "n3", live)}, want: map[string]string{"n1": AdmissionMember, "n3": AdmissionMember}, wantStale: []string{"s3"}},
 		{name: "a member being removed (barred)", members: []string{"n1", "n2"}, barred: map[string]bool{"n2": true},
+			current: map[string]string{"n2": AdmissionMember}, want: map[string]string{"n1": AdmissionMember}},
+		{name: "a removed name joining again", members: []string{"n1"}, barred: map[string]bool{"n2": true}, pending: map[string]time.Time{"n2": issued},
+			tokens: []AgentToken{tok("s2", "n2", live)}, want: map[string]string{"n1": AdmissionMember, "n2": AdmissionJoining + stamp + " d-s2"}},
+		{name: "a garbled entry", members: []string{"n1"}, pending: map[string]time.Time{"n3": issued}, current: map[string]string{"n3": "joining"},
 			want: map[string]string{"n1": AdmissionMember}},
-		{name: "a removed name joining again", members: []string{"n1"}, barred: map[string]bool{"n2": true}, pending: map[string]bool{"n2": true},
-			tokens: []AgentToken{tok("s2", "n2", live)}, want: map[string]string{"n1": AdmissionMember, "n2": AdmissionJoining + "d-s2"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, stale := AdmissionData(tt.members, tt.barred, tt.pending, tt.tokens, now)
+			got, stale := AdmissionData(tt.members, tt.barred, tt.pending, tt.current, tt.tokens, now)
 			if !maps.Equal(got, tt.want) || !slices.Equal(stale, tt.wantStale) {
 				t.Errorf("AdmissionData() = %v, stale %v, want %v, stale %v", got, stale, tt.want, tt.wantStale)
 			}
 		})
+	}
+	var many []AgentToken
+	for i := range maxJoinDigests + 3 {
+		many = append(many, tok(fmt.Sprint(i), "n3", live.Add(time.Duration(i)*time.Second)))
+	}
+	got, _ := AdmissionData(nil, nil, map[string]time.Time{"n3": issued}, nil, many, now)
+	if f := strings.Fields(got["n3"]); len(f) != 2+maxJoinDigests || f[len(f)-1] != "d-"+fmt.Sprint(maxJoinDigests+2) {
+		t.Errorf("AdmissionData(%d attempts) = %q, want the newest %d digests", len(many), got["n3"], maxJoinDigests)
 	}
 }

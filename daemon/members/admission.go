@@ -36,9 +36,11 @@ func (s *Service) syncAdmission(ctx context.Context, cs kubernetes.Interface, re
 		return err
 	}
 	now := time.Now()
-	pending := map[string]bool{}
+	pending := map[string]time.Time{}
 	for _, t := range toks {
-		pending[t.Name] = t.Live(now) && t.Name != revoking
+		if t.Live(now) && t.Name != revoking {
+			pending[t.Name] = t.CreatedAt
+		}
 	}
 	if err := k3s.SyncNodeAdmission(ctx, cs, names, pending, now); err != nil {
 		return fmt.Errorf("admit nodes: %w", err)
