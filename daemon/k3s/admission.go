@@ -184,8 +184,43 @@ func AdmissionData(members []string, barred map[string]bool, pending map[string]
 	return data, stale
 }
 
+// JoinAdmits reports whether the list entry value admits a kubelet writing a Node that
+// carries label (its JoinLabel value, "" for none) as NodeAdmitted does (pure).
+func JoinAdmits(value, label string) bool {
+	if value == AdmissionMember {
+		return true
+	}
+	return strings.HasPrefix(value, AdmissionJoining) && len(label) == 40 && strings.Contains(value+" ", " "+label+" ")
+}
+
 // joinStamp names the join token issued at issued ("@" is no label value's character).
 func joinStamp(issued time.Time) string { return fmt.Sprintf("@%d", issued.Unix()) }
+
+// DeleteStaleNode deletes Node node when it exists, is not a member's, and is not admitted
+// by the list's entry for it: a Node left by a join under an earlier join token, whose
+// kubelet could never update it again (and whose registration would keep the new join's
+// kubelet, which only registers when there is no Node, from taking the name).
+func DeleteStaleNode(ctx context.Context, cs kubernetes.Interface, node string) error {
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read node %s: %w", node, err)
+	}
+	cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, NodeAdmissionConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read the admitted nodes: %w", err)
+	}
+	if JoinAdmits(cm.Data[node], n.Labels[JoinLabel]) {
+		return nil
+	}
+	err = cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the stale node %s: %w", node, err)
+	}
+	return nil
+}
 
 // ListAgentTokens returns the bootstrap tokens osd issued (CreateAgentToken).
 func ListAgentTokens(ctx context.Context, cs kubernetes.Interface) ([]AgentToken, error) {

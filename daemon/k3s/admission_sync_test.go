@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -89,6 +90,25 @@ func TestSyncNodeAdmission(t *testing.T) {
 	}
 	if label == "" || got["n3"] != AdmissionJoining+joinStamp(issued)+" "+label {
 		t.Fatalf("admitted during n3's join = %v, the agent labels its Node %s=%q: want n3 joining with that digest", got, JoinLabel, label)
+	}
+
+	// A Node its kubelet registered is left alone while the join is admitted; one without
+	// the join's label (left by an earlier join) is deleted at the join request.
+	for _, tt := range []struct {
+		labels map[string]string
+		kept   bool
+	}{{map[string]string{JoinLabel: label}, true}, {map[string]string{JoinLabel: JoinDigest("K10x::old.old")}, false}, {nil, false}} {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", Labels: tt.labels}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := DeleteStaleNode(ctx, cs, "n3"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := cs.CoreV1().Nodes().Get(ctx, "n3", metav1.GetOptions{})
+		if kept := err == nil; kept != tt.kept {
+			t.Errorf("DeleteStaleNode(n3 labelled %v) kept it = %v, want %v", tt.labels, kept, tt.kept)
+		}
+		_ = cs.CoreV1().Nodes().Delete(ctx, "n3", metav1.DeleteOptions{})
 	}
 
 	// Revoked: the name is no longer admitted and its agent token is gone.

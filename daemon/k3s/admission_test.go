@@ -123,6 +123,15 @@ func TestNodeAdmissionCEL(t *testing.T) {
 			if got := evalCEL(t, NodeAdmitted, vars); got != tt.admit {
 				t.Fatalf("NodeAdmitted(%s, %v) = %v, want %v", tt.user, tt.object, got, tt.admit)
 			}
+			data, _ := tt.params["data"].(map[string]any)
+			value, _ := data[tt.object["metadata"].(map[string]any)["name"].(string)].(string)
+			label := ""
+			if labels, ok := tt.object["metadata"].(map[string]any)["labels"].(map[string]any); ok {
+				label, _ = labels[JoinLabel].(string)
+			}
+			if got := JoinAdmits(value, label); got != tt.admit {
+				t.Errorf("JoinAdmits(%q, %q) = %v, want %v as the policy decides", value, label, got, tt.admit)
+			}
 			if tt.admit {
 				return
 			}

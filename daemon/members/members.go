@@ -281,6 +281,9 @@ func (s *Service) agentCredential(ctx context.Context, name string) (cluster.Age
 	if err := s.syncAdmission(ctx, cs, ""); err != nil {
 		return cluster.AgentCredential{}, err
 	}
+	if err := k3s.DeleteStaleNode(ctx, cs, name); err != nil {
+		return cluster.AgentCredential{}, err
+	}
 	return cluster.AgentCredential{ServerURL: fmt.Sprintf("https://%s", net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(kc.APIPort))),
 		Token: tok, Expires: expires}, nil
 }
