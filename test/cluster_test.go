@@ -416,6 +416,7 @@ func TestTwoNodeCluster(t *testing.T) {
 	}
 
 	t.Run("what a join hands out grants nothing more", func(t *testing.T) { checkJoinCredential(t, n1, n2) })
+	t.Run("a join credential registers only its own node, until revoked", func(t *testing.T) { checkJoinBoundToName(t, n1, n2) })
 
 	t.Run("the agent restarts after its join credential is gone", func(t *testing.T) {
 		n2.stop(2 * time.Minute)
@@ -485,6 +486,7 @@ func TestTwoNodeCluster(t *testing.T) {
 	})
 
 	t.Run("a removed node cannot come back with what it kept", func(t *testing.T) { checkRemovedStaysOut(t, n1, n2) })
+	t.Run("a removed name stays barred to what it kept after osd cluster add", func(t *testing.T) { checkReaddStaysBarred(t, n1, n2) })
 
 	t.Run("reset the removed node", func(t *testing.T) {
 		// osd reset removes the kubelet's and CNI's host dirs: only ever inside node 2's

@@ -154,7 +154,14 @@ func AgentArgs(c Config, serverURL, token string) ([]string, error) {
 		"--pause-image", PauseImage,
 		"--kubelet-arg", "cgroup-driver=cgroupfs",
 	}
-	return appendNodeArgs(args, c)
+	args, err := appendNodeArgs(args, c)
+	if err != nil {
+		return nil, err
+	}
+	// The kubelet registers its Node with the join's digest: while the join is under
+	// way, only that proves the Node is this agent's (NodeAdmissionPolicy). A label is
+	// set at registration only, so a member's later restarts leave its Node alone.
+	return append(args, "--node-label", JoinLabel+"="+JoinDigest(token)), nil
 }
 
 // EvictionHard is the kubelet's hard eviction thresholds. The kubelet's defaults are

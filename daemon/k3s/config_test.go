@@ -86,6 +86,9 @@ func TestAgentArgs(t *testing.T) {
 	if !slices.Contains(got, "eviction-hard="+EvictionHard) {
 		t.Errorf("AgentArgs() = %v, want the kubelet's eviction thresholds", got)
 	}
+	if !slices.Contains(got, JoinLabel+"="+JoinDigest("K10abc::server:xyz")) {
+		t.Errorf("AgentArgs() = %v, want the node label %s with the join's digest", got, JoinLabel)
+	}
 	if !slices.Contains(got, "cgroup-root=/osd-n2") {
 		t.Errorf("AgentArgs() = %v, want kubelet cgroup-root=/osd-n2", got)
 	}
@@ -170,7 +173,7 @@ func TestCNIConfig(t *testing.T) {
 }
 
 func TestRBACManifest(t *testing.T) {
-	got, err := RBACManifest()
+	got, err := RBACManifest("n1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,12 +73,15 @@ func rbacObjects() []map[string]any {
 }
 
 // RemovedNodesConfigMap (in kube-system) lists, as its keys, the nodes removed from the
-// cluster that may not register again until a new join token names them.
+// cluster that may not register again until a new join of that name completes.
 const RemovedNodesConfigMap = "osd-removed-nodes"
 
 // nodeGuardObjects refuse to create a Node whose name is a key of RemovedNodesConfigMap,
-// whoever asks: a removed node keeps its kubelet certificate (Kubernetes cannot revoke
-// it), and the node authorizer would otherwise let that certificate create its Node again.
+// whoever asks but a kubelet: a removed node keeps its kubelet certificate (Kubernetes
+// cannot revoke it), and the node authorizer would otherwise let that certificate create
+// its Node again. Kubelets are judged by the stricter NodeAdmissionPolicy instead (which
+// lets the kubelet of a new join of that name register before the join completes, and
+// refuses the removed node's); this policy bars the name for everyone else.
 func nodeGuardObjects() []map[string]any {
 	const name = "osd-removed-nodes"
 	meta := map[string]any{"name": name, "labels": map[string]string{"app.kubernetes.io/managed-by": "osd"}}
@@ -92,9 +95,10 @@ func nodeGuardObjects() []map[string]any {
 					"apiGroups": []string{""}, "apiVersions": []string{"v1"},
 					"operations": []string{"CREATE"}, "resources": []string{"nodes"},
 				}}},
+				"matchConditions": []map[string]string{{"name": "not-kubelets", "expression": "!request.userInfo.username.startsWith('system:node:')"}},
 				"validations": []map[string]string{{
 					"expression": "!has(params.data) || !(object.metadata.name in params.data)",
-					"message":    "this node was removed from the osd cluster: it may join again only with a new join token (osd cluster add NAME)",
+					"message":    "this node was removed from the osd cluster: it may come back only by a new join (osd cluster add NAME on a member, then osd join), and only once that join completes",
 					"reason":     "Forbidden",
 				}},
 			},
@@ -111,10 +115,15 @@ func nodeGuardObjects() []map[string]any {
 	}
 }
 
-// RBACManifest renders rbacObjects and nodeGuardObjects as one multi-document YAML file.
-func RBACManifest() ([]byte, error) {
+// RBACManifest renders rbacObjects, nodeGuardObjects and nodeAdmissionObjects (for a
+// cluster whose server's node is serverNode) as one multi-document YAML file.
+func RBACManifest(serverNode string) ([]byte, error) {
+	if serverNode == "" {
+		return nil, fmt.Errorf("render rbac manifest: no server node name")
+	}
+	objs := append(append(rbacObjects(), nodeGuardObjects()...), nodeAdmissionObjects(serverNode)...)
 	var docs []string
-	for _, o := range append(rbacObjects(), nodeGuardObjects()...) {
+	for _, o := range objs {
 		y, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, fmt.Errorf("render rbac manifest: %w", err)

@@ -47,7 +47,7 @@ func Prepare(c Config, self string) error {
 	if err := fsutil.WriteFileAtomic(c.CrictlConfig(), []byte(crictl), 0o600); err != nil {
 		return fmt.Errorf("write crictl config: %w", err)
 	}
-	rbac, err := RBACManifest()
+	rbac, err := RBACManifest(c.NodeName)
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,12 @@ package members
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,7 @@ import (
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/store"
 )
 
 // InstanceLabel marks pods that are VMs, counted on a Kubernetes-only cluster (no pod
@@ -47,6 +50,8 @@ type Service struct {
 	CountVMs VMCounter
 	// Images, when set, is this node's image resource (what it serves members, what it holds).
 	Images ImageView
+
+	admissionMu sync.Mutex // serializes syncAdmission
 }
 
 // ImageView is what listings need of the image resource (images.Service).
@@ -60,11 +65,15 @@ func New(st *state.State, login func(ctx context.Context) (*cloud.Client, error)
 	return &Service{st: st, Cloud: login, Address: address}
 }
 
-// Hooks fills cluster.Service's hooks into Kubernetes and the cloud.
+// Hooks fills cluster.Service's hooks into Kubernetes and the cloud, and starts keeping
+// the names of the nodes admitted to Kubernetes (keepAdmission) for this daemon's life.
+// Issuing a join token lets no node in (nor un-bars a removed one): the join request it
+// proves does, and only for the kubelet of that join.
 func (s *Service) Hooks(svc *cluster.Service) {
 	svc.Agent, svc.NodeStates, svc.Local, svc.RemoveNode = s.agentCredential, s.nodeStates, s.localMember, s.removeNode
-	svc.Admit, svc.TokenIssued, svc.TokenDropped = s.admitMember, s.letNodeIn, s.dropAgentTokens
+	svc.Admit, svc.TokenIssued, svc.TokenDropped = s.admitMember, nil, s.dropAgentTokens
 	svc.Maintenance, svc.Describe = s.maintenance, s.describe
+	s.st.Go(s.keepAdmission)
 }
 
 func (s *Service) adminClient() (kubernetes.Interface, error) { return s.st.Node.Admin() }
@@ -161,12 +170,15 @@ func countInstancePods(cs kubernetes.Interface) VMCounter {
 	}
 }
 
-// forgetNode makes sure node cannot come back with what it kept: its name is barred
-// first (the kubelet certificate it keeps could otherwise create its Node again), then
-// its Node, its agent credentials and the node password k3s keeps for it go (so that a
-// node of that name can join afresh once a new token lets it).
-func forgetNode(ctx context.Context, cs kubernetes.Interface, name string) error {
+// forgetNode makes sure node cannot come back with what it kept: its name is barred and
+// no longer admitted first (the kubelet certificate it keeps could otherwise create its
+// Node again), then its Node, its agent credentials and the node password k3s keeps for
+// it go (so that a node of that name can join afresh once a new join of it completes).
+func (s *Service) forgetNode(ctx context.Context, cs kubernetes.Interface, name string) error {
 	if err := k3s.BarNode(ctx, cs, name); err != nil {
+		return err
+	}
+	if err := s.syncAdmission(ctx, cs, ""); err != nil { // barred: no longer admitted
 		return err
 	}
 	if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -264,16 +276,31 @@ func (s *Service) agentCredential(ctx context.Context, name string) (cluster.Age
 	if err != nil {
 		return cluster.AgentCredential{}, err
 	}
+	// From now until the join completes, fails or is revoked, the kubelet holding this
+	// token (and only it) may register a Node called name.
+	if err := s.syncAdmission(ctx, cs, ""); err != nil {
+		return cluster.AgentCredential{}, err
+	}
+	if err := k3s.DeleteStaleNode(ctx, cs, name); err != nil {
+		return cluster.AgentCredential{}, err
+	}
 	return cluster.AgentCredential{ServerURL: fmt.Sprintf("https://%s", net.JoinHostPort(s.st.Cfg.PublicIP(), fmt.Sprint(kc.APIPort))),
 		Token: tok, Expires: expires}, nil
 }
 
 // admitMember gives a member that completed its join the labels of its roles (and, without
-// the control role, the taint that keeps other workloads off it) and drops the agent
-// credential it joined with (its kubelet certificate is what it uses now).
+// the control role, the taint that keeps other workloads off it), admits its name for
+// good (a removed node's name is un-barred only now), and drops the agent credential it
+// joined with (its kubelet certificate is what it uses now).
 func (s *Service) admitMember(ctx context.Context, name string, roles []string) error {
 	cs, err := s.adminClient()
 	if err != nil {
+		return err
+	}
+	if err := k3s.UnbarNode(ctx, cs, name); err != nil {
+		return err
+	}
+	if err := s.syncAdmission(ctx, cs, ""); err != nil {
 		return err
 	}
 	if _, _, err := node.LabelRoles(ctx, cs, name, roles); err != nil {
@@ -285,22 +312,33 @@ func (s *Service) admitMember(ctx context.Context, name string, roles []string) 
 	return k3s.DeleteAgentTokens(ctx, cs, name)
 }
 
-// letNodeIn lets a node called name register again (a join token was issued for it).
-func (s *Service) letNodeIn(ctx context.Context, name string) error {
-	cs, err := s.adminClient()
-	if err != nil {
-		// No Kubernetes here yet: nothing can have barred the name.
-		slog.Debug("no Kubernetes to let a node in", "node", name, "err", err)
-		return nil
-	}
-	return k3s.UnbarNode(ctx, cs, name)
-}
-
-// dropAgentTokens deletes the agent credentials issued for name.
+// dropAgentTokens deletes the agent credentials issued for name and takes it off the
+// names being admitted (its join token is being revoked: whatever the join's agent got
+// registers no Node), then deletes the Node the join may have registered meanwhile,
+// unless name is a member.
 func (s *Service) dropAgentTokens(ctx context.Context, name string) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return nil // no Kubernetes here: no credential was issued
 	}
-	return k3s.DeleteAgentTokens(ctx, cs, name)
+	if err := k3s.DeleteAgentTokens(ctx, cs, name); err != nil {
+		return err
+	}
+	if err := s.syncAdmission(ctx, cs, name); err != nil {
+		return err
+	}
+	if _, err := s.st.DB.GetMember(ctx, name); err == nil || !errors.Is(err, store.ErrNotFound) {
+		return err // a member (whose token is long used) keeps its Node
+	}
+	if name == s.st.Cfg.NodeName {
+		return nil
+	}
+	err = cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil {
+		slog.Info("deleted the Node a revoked join registered", "node", name)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the node of the revoked join of %s: %w", name, err)
+	}
+	return nil
 }

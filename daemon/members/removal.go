@@ -46,7 +46,7 @@ func (s *Service) removeNode(ctx context.Context, name string, force bool) error
 		if err := s.forgetCloudHost(ctx, cs, name, force); err != nil {
 			return err
 		}
-		return forgetNode(ctx, cs, name)
+		return s.forgetNode(ctx, cs, name)
 	} else if err != nil {
 		return fmt.Errorf("read node %s: %w", name, err)
 	}
@@ -84,7 +84,7 @@ func (s *Service) removeNode(ctx context.Context, name string, force bool) error
 	if err := s.forgetCloudHost(ctx, cs, name, force); err != nil {
 		return err
 	}
-	if err := forgetNode(ctx, cs, name); err != nil {
+	if err := s.forgetNode(ctx, cs, name); err != nil {
 		return err
 	}
 	slog.Info("removed node from Kubernetes and the cloud", "node", name, "vms", vms, "force", force)

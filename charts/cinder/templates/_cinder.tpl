@@ -156,10 +156,9 @@ spec:
       hostNetwork: true
       dnsPolicy: ClusterFirstWithHostNet
       {{- end }}
-      {{- with .nodeSelector }}
+      {{- /* The control role's nodes (osd-lib.controlPlane), or the node given (LVM's volume service). */}}
       nodeSelector:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
+        {{- toYaml (.nodeSelector | default (dict "node-restriction.kubernetes.io/openstack-control-plane" "enabled")) | nindent 8 }}
       {{- if .root }}
       securityContext:
         runAsUser: 0

@@ -234,6 +234,7 @@ spec:
         checksum/config: {{ include "osd-lib.configChecksum" (dict "ctx" $ctx "files" $files) }}
     spec:
       enableServiceLinks: false
+      {{- include "osd-lib.controlPlane" (dict "ctx" $ctx) | nindent 6 }}
       {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
       initContainers:
         {{- include "osd-lib.configRender" $args | nindent 8 }}

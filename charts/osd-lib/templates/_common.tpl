@@ -124,13 +124,26 @@ Init container giving a host directory to the service user: (dict "ctx" $ "image
 {{- end -}}
 
 {{/*
-Pins a pod that keeps its data in a hostPath to the node holding that data: (dict "ctx" $).
-Renders a nodeSelector on kubernetes.io/hostname when .Values.node is set (the daemon
-records the node when the workload is first placed), nothing otherwise.
+Keeps a control-plane pod on the nodes with the control role: (dict "ctx" $). Their
+Secrets (database passwords, fernet keys) never reach a compute-only node, whose kubelet
+the node authorizer lets read the Secrets of the pods bound to it. The label is one only
+osd can set (a kubelet may not set node-restriction.kubernetes.io/ labels on itself).
+With .Values.node set (osd-lib.stateNode), also pins it to that node.
 */}}
-{{- define "osd-lib.stateNode" -}}
-{{- with .ctx.Values.node }}
+{{- define "osd-lib.controlPlane" -}}
 nodeSelector:
+  node-restriction.kubernetes.io/openstack-control-plane: enabled
+{{- with .ctx.Values.node }}
   kubernetes.io/hostname: {{ . | quote }}
 {{- end }}
+{{- end -}}
+
+{{/*
+Pins a pod that keeps its data in a hostPath to the node holding that data: (dict "ctx" $).
+Renders a nodeSelector on kubernetes.io/hostname when .Values.node is set (the daemon
+records the node when the workload is first placed), with the control role's label
+(osd-lib.controlPlane) always.
+*/}}
+{{- define "osd-lib.stateNode" -}}
+{{- include "osd-lib.controlPlane" . }}
 {{- end -}}
