@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -37,14 +38,21 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 			if err := g.client().Query(cmd.Context(), "POST", "cluster/tokens", req, &tok); err != nil {
 				return err
 			}
-			fmt.Printf("Join token for %s, roles %s (single use, expires %s):\n%s\n", tok.Name, strings.Join(tok.Roles, ","),
-				tok.Expires.Format("2006-01-02 15:04 MST"), tok.Token)
+			printToken(cmd.ErrOrStderr(), cmd.OutOrStdout(), tok)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&ttl, "ttl", "1h", "how long the token is valid (e.g. 30m, 2h)")
 	cmd.Flags().StringSliceVar(&roles, "role", api.DefaultJoinRoles, "roles of the joining host: compute, control, network, storage (repeat or comma-separate)")
 	return cmd
+}
+
+// printToken writes what the token is for to stderr and the token alone to stdout, so
+// `osd cluster add NAME > token` leaves a file that `osd join --token-file token` reads.
+func printToken(stderr, stdout io.Writer, tok api.IssuedToken) {
+	fmt.Fprintf(stderr, "Join token for %s, roles %s (single use, expires %s):\n", tok.Name, strings.Join(tok.Roles, ","),
+		tok.Expires.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintln(stdout, tok.Token)
 }
 
 func newClusterTokensCmd(g *globals) *cobra.Command {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +104,22 @@ func TestWithTokenFile(t *testing.T) {
 		if !ok || strings.Join(got, " ") != c.want {
 			t.Errorf("withTokenFile(%q) = %q, %v, want %q", c.argv, got, ok, c.want)
 		}
+	}
+}
+
+// TestPrintTokenFileJoins: what osd cluster add writes to stdout, saved to a file, is what
+// osd join --token-file reads (the description goes to stderr).
+func TestPrintTokenFileJoins(t *testing.T) {
+	var stderr, stdout bytes.Buffer
+	printToken(&stderr, &stdout, api.IssuedToken{Name: "node2", Roles: []string{"compute"}, Token: "eyJtoken"})
+	if !strings.Contains(stderr.String(), "node2") || strings.Contains(stderr.String(), "eyJtoken") {
+		t.Errorf("stderr = %q, want the description without the token", stderr.String())
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, stdout.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tokenFrom(nil, file, strings.NewReader("")); err != nil || got != "eyJtoken" {
+		t.Errorf("tokenFrom(--token-file of osd cluster add's stdout) = %q, %v, want the token", got, err)
 	}
 }
