@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -139,7 +141,11 @@ func (s *Store) Get(name string) (v1.Image, Stored, error) {
 		return nil, Stored{}, err
 	}
 	// Hashing a gigabyte takes seconds: not under the store's lock.
-	if err := s.verifyImage(m); err != nil {
+	n, took, err := s.verifyImage(m)
+	if n > 0 {
+		slog.Info("image store: verified an image's blobs (once per process)", "image", name, "MB", n>>20, "took", took.Round(time.Millisecond))
+	}
+	if err != nil {
 		s.mu.Lock()
 		derr := s.drop(name, h, err)
 		s.mu.Unlock()
