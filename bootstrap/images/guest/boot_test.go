@@ -309,6 +309,14 @@ func TestBuildBootDHCP(t *testing.T) {
 		t.Errorf("console lacks the marker with gateway %s (from classless static routes) and mtu 1400", tn.server)
 	}
 	t.Logf("guest %s: boot to DHCP lease %s (console %+v)", name, time.Since(start).Round(time.Millisecond), c)
+	// The guest's uptime when /init starts: the kernel's boot with the initramfs unpacked.
+	bootLog, _ := os.ReadFile(console)
+	for _, line := range strings.Split(string(bootLog), "\n") {
+		if i := strings.Index(line, "init started"); i >= 0 {
+			t.Logf("guest %s: %s", name, strings.TrimSpace(line[i:]))
+			break
+		}
+	}
 	for deadline := time.Now().Add(90 * time.Second); (c.MetadataUUID == "" && !c.MetadataFail || c.ConfigDrive == "" && !c.NoConfigDrive || c.SSHKeys == "" || c.SSHHostKey == "") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		b, _ := os.ReadFile(console)
 		c = ParseConsole(string(b))
