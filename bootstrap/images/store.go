@@ -142,7 +142,7 @@ func (s *Store) Get(name string) (v1.Image, Stored, error) {
 	}
 	// Hashing a gigabyte takes seconds: not under the store's lock.
 	n, took, err := s.verifyImage(m)
-	if n > 0 {
+	if n >= 1<<20 {
 		slog.Info("image store: verified an image's blobs (once per process)", "image", name, "MB", n>>20, "took", took.Round(time.Millisecond))
 	}
 	if err != nil {

@@ -246,7 +246,7 @@ func parseIndex(raw []byte) (*v1.IndexManifest, error) {
 		return nil, fmt.Errorf("%w: index schema version %d, want 2", ErrCorrupt, im.SchemaVersion)
 	}
 	for _, d := range im.Manifests {
-		if d.Digest.Algorithm != "sha256" || len(d.Digest.Hex) != 64 || d.Size <= 0 || d.Size > maxManifest || !d.MediaType.IsImage() {
+		if d.Digest.Algorithm != "sha256" || len(d.Digest.Hex) != 64 || d.Size <= 0 || d.Size > maxManifest || (d.MediaType != "" && !d.MediaType.IsImage()) {
 			return nil, fmt.Errorf("%w: index entry %q (%s, %d bytes) is not an image manifest this store writes", ErrCorrupt, d.Digest, d.MediaType, d.Size)
 		}
 	}
