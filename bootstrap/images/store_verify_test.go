@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,42 @@ func BenchmarkVerifyBlob(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(time.Since(t0).Seconds())/float64(b.N)*1.5e9/float64(len(data)), "s/1.5GB")
+}
+
+func TestParseIndex(t *testing.T) {
+	d := strings.Repeat("ab", 32)
+	entry := func(mt string, size int) string {
+		return `{"mediaType":"` + mt + `","digest":"sha256:` + d + `","size":` + strconv.Itoa(size) + `}`
+	}
+	docker := "application/vnd.docker.distribution.manifest.v2+json"
+	cases := []struct {
+		name, raw string
+		ok        bool
+	}{
+		{"empty index", `{"schemaVersion":2,"manifests":[]}`, true},
+		{"no manifests key", `{"schemaVersion":2}`, true},
+		{"docker manifest entry", `{"schemaVersion":2,"manifests":[` + entry(docker, 419) + `]}`, true},
+		{"entry without media type", `{"schemaVersion":2,"manifests":[` + entry("", 419) + `]}`, true},
+		{"truncated", `{"schemaVersion":2,"manifests":[` + entry(docker, 419)[:40], false},
+		{"empty file", ``, false},
+		{"schema 1", `{"schemaVersion":1,"manifests":[]}`, false},
+		{"index entry (nested index)", `{"schemaVersion":2,"manifests":[` + entry("application/vnd.oci.image.index.v1+json", 419) + `]}`, false},
+		{"zero size", `{"schemaVersion":2,"manifests":[` + entry(docker, 0) + `]}`, false},
+		{"short digest", `{"schemaVersion":2,"manifests":[{"mediaType":"` + docker + `","digest":"sha256:12","size":3}]}`, false},
+		{"sha512 digest", `{"schemaVersion":2,"manifests":[{"mediaType":"` + docker + `","digest":"sha512:` + strings.Repeat("ab", 64) + `","size":3}]}`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			im, err := parseIndex([]byte(tc.raw))
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseIndex(%s) = %v, want ok %v", tc.raw, err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Errorf("parseIndex(%s) = %v, want it to wrap ErrCorrupt", tc.raw, err)
+			}
+			if err == nil && im.Manifests == nil {
+				t.Errorf("parseIndex(%s).Manifests = nil, want an empty list", tc.raw)
+			}
+		})
+	}
 }
