@@ -3,13 +3,13 @@ package images
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/osdcloud/osd/daemon/fsutil"
 )
 
 // PauseRef is the sandbox image reference the embedded k3s expects.
@@ -53,8 +53,8 @@ func WriteArchive(w io.Writer, refs map[string]v1.Image) error {
 	return nil
 }
 
-// WriteArchiveFile writes the archive to path atomically (a temporary file in
-// the same directory, synced, then renamed; mode 0644), so a reader such as
+// WriteArchiveFile writes the archive to path atomically (fsutil.WriteAtomic:
+// a synced temporary file renamed into place, the directory synced; mode 0644), so a reader such as
 // k3s at start never sees a partial archive.
 func WriteArchiveFile(path string, refs map[string]v1.Image) error {
 	return writeFileAtomic(path, func(w io.Writer) error { return WriteArchive(w, refs) })
@@ -65,33 +65,10 @@ func WriteOCIArchiveFile(path string, refs map[string]v1.Image) error {
 	return writeFileAtomic(path, func(w io.Writer) error { return WriteOCIArchive(w, refs) })
 }
 
-// writeFileAtomic writes path through a synced temporary file in the same
-// directory renamed into place (mode 0644).
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write image archive: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := write(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("write image archive: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write image archive: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write image archive: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write image archive: %w", err)
+// writeFileAtomic writes path through write with fsutil.WriteAtomic (mode 0644).
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	if err := fsutil.WriteAtomic(path, 0o644, write); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

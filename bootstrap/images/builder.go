@@ -280,6 +280,8 @@ func (b *Builder) build(ctx context.Context, r Recipe, sess *session) (Result, e
 	if _, st, err := store.Get(r.Name); err == nil && st.CacheKey == key && st.Ref == r.Ref {
 		b.emit(Event{Image: r.Name, Step: "done", Message: "cached"})
 		return Result{Stored: st, Cached: true, Duration: time.Since(start), Steps: clock.steps}, nil
+	} else if errors.Is(err, ErrCorrupt) {
+		b.emit(Event{Image: r.Name, Step: "resolve", Message: "building again: " + err.Error()})
 	} else if err != nil && !errors.Is(err, ErrNotStored) {
 		return Result{}, err
 	}

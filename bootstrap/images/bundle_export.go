@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/osdcloud/osd/daemon/fsutil"
 )
 
 // ErrBadDestination marks a bundle destination refused before anything is read or written.
@@ -113,31 +113,12 @@ func WriteBundleFile(path string, replace bool, store *Store, names ...string) (
 }
 
 // writeFileAtomicMode is writeFileAtomic with the choice to refuse replacing path.
-func writeFileAtomicMode(path string, replace bool, write func(io.Writer) error) (err error) {
+func writeFileAtomicMode(path string, replace bool, write func(io.Writer) error) error {
 	if replace {
 		return writeFileAtomic(path, write)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write bundle: %w", err)
-	}
-	defer func() {
-		tmp.Close()
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := write(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("write bundle: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write bundle: %w", err)
-	}
-	err = unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EEXIST) {
+	err := fsutil.WriteAtomicNew(path, 0o644, write)
+	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s appeared while the bundle was written: add --force to replace it, or choose another path: %w", path, ErrBadDestination)
 	}
 	if err != nil {

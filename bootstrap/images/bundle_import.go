@@ -12,6 +12,9 @@ import (
 	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/osdcloud/osd/daemon/fsutil"
 )
 
 // ErrBadBundle marks a bundle that is truncated, corrupt, crafted or not a bundle.
@@ -226,15 +229,23 @@ func (s *Store) commitImport(stg *stage, m *BundleManifest) (out []Stored, err e
 	for _, b := range m.Blobs {
 		hex, _ := digestHex(b.Digest) // checked by checkManifest
 		to := filepath.Join(dst, hex)
-		if _, err := os.Lstat(to); err == nil {
-			continue
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		_, err := os.Lstat(to)
+		held := err == nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("import bundle: %w", err)
 		}
+		// The staged copy was verified as it was read: it replaces a blob already held
+		// (which may be damaged) instead of trusting it unverified.
 		if err := os.Rename(stg.path(hex), to); err != nil {
 			return nil, fmt.Errorf("import bundle: %w", err)
 		}
-		moved = append(moved, to)
+		s.trusted(v1.Hash{Algorithm: "sha256", Hex: hex}, b.Size)
+		if !held {
+			moved = append(moved, to)
+		}
+	}
+	if err := fsutil.SyncDir(dst); err != nil {
+		return nil, fmt.Errorf("import bundle: %w", err)
 	}
 	out, err = s.indexImported(m.Images)
 	if err != nil {
@@ -249,25 +260,14 @@ func (s *Store) commitImport(stg *stage, m *BundleManifest) (out []Stored, err e
 
 // indexImported adds (or replaces, by name) the imported images in the store's index.
 func (s *Store) indexImported(sts []Stored) ([]Stored, error) {
-	ii, err := s.path().ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	im, err := ii.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]int{}
-	for i, d := range im.Manifests {
-		byName[d.Annotations[annotationImage]] = i
-	}
 	out := make([]Stored, len(sts))
+	descs := make([]v1.Descriptor, len(sts))
 	for i, st := range sts {
 		h, err := v1.NewHash(st.Digest)
 		if err != nil {
 			return nil, err
 		}
-		raw, err := s.path().Bytes(h)
+		raw, err := os.ReadFile(s.blobFile(h))
 		if err != nil {
 			return nil, err
 		}
@@ -275,26 +275,17 @@ func (s *Store) indexImported(sts []Stored) ([]Stored, error) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("manifest %s: %w", st.Digest, err)
 		}
-		desc := v1.Descriptor{MediaType: m.MediaType, Digest: h, Size: int64(len(raw)), Annotations: map[string]string{
-			annotationRefName: st.Ref, annotationImage: st.Name, annotationRecipe: st.RecipeHash, annotationCacheKey: st.CacheKey}}
-		if j, ok := byName[st.Name]; ok {
-			im.Manifests[j] = desc
-		} else {
-			byName[st.Name] = len(im.Manifests)
-			im.Manifests = append(im.Manifests, desc)
+		mt := m.MediaType
+		if mt == "" {
+			mt = types.OCIManifestSchema1
 		}
+		descs[i] = v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw)), Annotations: map[string]string{
+			annotationRefName: st.Ref, annotationImage: st.Name, annotationRecipe: st.RecipeHash, annotationCacheKey: st.CacheKey}}
 		st.Size = int64(len(raw)) + m.Config.Size
 		for _, l := range m.Layers {
 			st.Size += l.Size
 		}
 		out[i] = st
 	}
-	data, err := json.MarshalIndent(im, "", "   ")
-	if err != nil {
-		return nil, err
-	}
-	return out, writeFileAtomic(filepath.Join(s.layoutDir(), "index.json"), func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return out, s.setEntries(descs...)
 }

@@ -72,6 +72,9 @@ func (s *stage) writeBlob(r io.Reader, hexDigest string, size int64) error {
 	if got := hex.EncodeToString(h.Sum(nil)); got != hexDigest || n != size {
 		return faultf("blob sha256:%s holds sha256:%s (%d bytes), want %d bytes with the digest of its name", hexDigest, got, n, size)
 	}
+	if err := f.Sync(); err != nil { // renamed into the store as it is
+		return fmt.Errorf("stage blob sha256:%s: %w", hexDigest, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("stage blob sha256:%s: %w", hexDigest, err)
 	}

@@ -1,7 +1,6 @@
 package images
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -80,7 +79,7 @@ func (s *Store) Fetch(ctx context.Context, src BlobSource, want Stored) (Fetched
 		res.Blobs++
 		res.Downloaded += got
 	}
-	if err := s.path().WriteBlob(mh, io.NopCloser(bytes.NewReader(raw))); err != nil {
+	if err := s.putBlobBytes(mh, raw); err != nil {
 		return res, fmt.Errorf("image %s: store manifest: %w", want.Name, err)
 	}
 	res.Downloaded += int64(len(raw))
@@ -189,7 +188,7 @@ func (s *Store) fetchSmall(ctx context.Context, src BlobSource, h v1.Hash, limit
 // fetchBlob makes the store hold blob h of size bytes. It returns how many bytes it
 // downloaded, or -1 when the store had the blob.
 func (s *Store) fetchBlob(ctx context.Context, src BlobSource, h v1.Hash, size int64) (int64, error) {
-	if st, err := os.Stat(s.blobFile(h)); err == nil && st.Size() == size {
+	if err := s.verifyBlob(h, size); err == nil {
 		return -1, nil
 	}
 	if err := os.MkdirAll(s.incomingDir(), 0o755); err != nil {
@@ -213,10 +212,7 @@ func (s *Store) fetchBlob(ctx context.Context, src BlobSource, h v1.Hash, size i
 	if err != nil {
 		return total, err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.blobFile(h)), 0o755); err != nil {
-		return total, err
-	}
-	return total, os.Rename(part, s.blobFile(h))
+	return total, s.adoptBlob(part, h, size)
 }
 
 // errCorrupt marks a download that ended with the wrong content (started again from
@@ -289,33 +285,29 @@ func (s *Store) ServedBlob(digest string) (string, int64, error) {
 		return "", 0, fmt.Errorf("blob digest %q: want sha256:<64 hex digits>", digest)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	all, err := s.list()
+	all, manifests, err := s.list()
+	s.mu.Unlock()
 	if err != nil {
 		return "", 0, err
 	}
 	for _, st := range all {
-		mh, err := v1.NewHash(st.Digest)
-		if err != nil {
-			continue
-		}
-		refs := []v1.Hash{mh}
-		if img, err := s.path().Image(mh); err == nil {
-			if m, err := img.Manifest(); err == nil {
-				refs = append(refs, m.Config.Digest)
-				for _, l := range m.Layers {
-					refs = append(refs, l.Digest)
-				}
+		m := manifests[st.Name]
+		if st.Digest == h.String() { // verified as list read it
+			fi, err := os.Stat(s.blobFile(h))
+			if err != nil {
+				return "", 0, err
 			}
+			return s.blobFile(h), fi.Size(), nil
 		}
-		for _, r := range refs {
-			if r == h {
-				fi, err := os.Stat(s.blobFile(h))
-				if err != nil {
-					return "", 0, err
-				}
-				return s.blobFile(h), fi.Size(), nil
+		for _, d := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+			if d.Digest != h {
+				continue
 			}
+			// A damaged blob is not served (the member would refuse it after the download).
+			if err := s.verifyBlob(h, d.Size); err != nil {
+				return "", 0, fmt.Errorf("image %s: %w: build it again on this node", st.Name, err)
+			}
+			return s.blobFile(h), d.Size, nil
 		}
 	}
 	return "", 0, fmt.Errorf("%s: %w", digest, ErrNotServed)

@@ -150,11 +150,17 @@ func pauseCode(vaddr uint64) ([]byte, error) {
 // machine code for x86-64 whatever GOARCH osd itself was built for; PauseImage
 // refuses other architectures.
 func PauseBinary() []byte {
-	const codeOff = elfHdrSize + progHdrSize
-	code, err := pauseCode(pauseBase + codeOff)
+	code, err := pauseCode(pauseBase + elfHdrSize + progHdrSize)
 	if err != nil {
 		panic(err) // the program above is fixed; an error is a bug caught by the tests
 	}
+	return staticELF(code)
+}
+
+// staticELF wraps machine code (loaded at pauseBase+elfHdrSize+progHdrSize, where it
+// starts) into a static ELF64 x86-64 executable of one read+execute segment.
+func staticELF(code []byte) []byte {
+	const codeOff = elfHdrSize + progHdrSize
 	size := uint64(codeOff + len(code))
 	le := binary.LittleEndian
 	b := make([]byte, 0, size)

@@ -1,10 +1,13 @@
-// Package fsutil owns the daemon's small file primitives: atomic writes and PID lock
-// files, so a crash never leaves a half-written file and two processes never share a job.
+// Package fsutil owns the small file primitives: atomic writes (fsync of the file, rename,
+// fsync of the directory) and PID lock files, so a crash never leaves a half-written file
+// and two processes never share a job.
 package fsutil
 
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,32 +17,99 @@ import (
 )
 
 // WriteFileAtomic writes data to path with mode through a temporary file in the same
-// directory (created 0700 if missing), a sync and a rename.
+// directory (created 0700 if missing), as WriteAtomic does.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
+	return WriteAtomic(path, mode, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteAtomic writes path (its directory must exist) with mode through write into a
+// temporary file in the same directory: the file is synced, renamed into place and the
+// directory synced, so after a crash path holds its old content or all of the new, never
+// a part. The temporary file is removed when anything fails.
+func WriteAtomic(path string, mode os.FileMode, write func(io.Writer) error) error {
+	return writeAtomic(path, mode, true, write)
+}
+
+// WriteAtomicNew is WriteAtomic that refuses to replace path: when path exists at the
+// moment of the rename (RENAME_NOREPLACE), the error wraps fs.ErrExist.
+func WriteAtomicNew(path string, mode os.FileMode, write func(io.Writer) error) error {
+	return writeAtomic(path, mode, false, write)
+}
+
+func writeAtomic(path string, mode os.FileMode, replace bool, write func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := write(tmp); err != nil {
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	if err := tmp.Chmod(mode); err != nil {
 		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if replace {
+		err = os.Rename(tmp.Name(), path)
+	} else if err = unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_NOREPLACE); errors.Is(err, unix.EEXIST) {
+		err = fmt.Errorf("%s: %w", path, fs.ErrExist)
+	}
+	if err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// RenameDurable moves the file src (written and closed) to dst as WriteAtomic commits a
+// file: src is synced, renamed over dst and dst's directory synced.
+func RenameDurable(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", src, err)
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(dst))
+}
+
+// SyncDir syncs a directory, making the names created, renamed or removed in it durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 // ErrLocked is returned by Lock when another process holds the lock.

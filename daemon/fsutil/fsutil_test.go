@@ -2,6 +2,8 @@ package fsutil
 
 import (
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,5 +61,34 @@ func TestLockAcrossProcesses(t *testing.T) {
 	unlock()
 	if _, held := Holder(p); held {
 		t.Errorf("Holder() after unlock = held, want free")
+	}
+}
+
+func TestWriteAtomicNewRefusesExisting(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	write := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	if err := WriteAtomicNew(p, 0o644, write("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAtomicNew(p, 0o644, write("two")); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("WriteAtomicNew over an existing file = %v, want fs.ErrExist", err)
+	}
+	if err := WriteAtomic(p, 0o644, func(io.Writer) error { return errors.New("boom") }); err == nil {
+		t.Errorf("WriteAtomic with a failing write = nil, want the error")
+	}
+	got, _ := os.ReadFile(p)
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	if string(got) != "one" || len(ents) != 1 {
+		t.Errorf("after refused and failed writes: content %q, %d entries; want \"one\", 1 (no temporary left)", got, len(ents))
+	}
+	src := filepath.Join(filepath.Dir(p), "src")
+	os.WriteFile(src, []byte("moved"), 0o644)
+	if err := RenameDurable(src, p); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "moved" {
+		t.Errorf("RenameDurable then read = %q, want moved", got)
 	}
 }

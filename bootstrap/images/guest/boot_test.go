@@ -80,8 +80,9 @@ func buildTwice(t *testing.T) Image {
 		t.Fatalf("Build(again): %v", err)
 	}
 	warm := time.Since(start)
-	t.Logf("guest image: kernel %s, modules %v, packages %v; cold build %s, cached %s",
-		img.KernelVersion, img.Modules, img.Packages, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
+	st, _ := os.Stat(img.Initrd)
+	t.Logf("guest image: kernel %s, modules %v, packages %v; initrd %.1f MB; cold build %s, cached %s",
+		img.KernelVersion, img.Modules, img.Packages, float64(st.Size())/1e6, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
 	if !again.Cached || again.Key != img.Key || again.Kernel != img.Kernel || again.Initrd != img.Initrd {
 		t.Errorf("Build(again) = %+v, want the cached %+v", again, img)
 	}
@@ -308,6 +309,14 @@ func TestBuildBootDHCP(t *testing.T) {
 		t.Errorf("console lacks the marker with gateway %s (from classless static routes) and mtu 1400", tn.server)
 	}
 	t.Logf("guest %s: boot to DHCP lease %s (console %+v)", name, time.Since(start).Round(time.Millisecond), c)
+	// The guest's uptime when /init starts: the kernel's boot with the initramfs unpacked.
+	bootLog, _ := os.ReadFile(console)
+	for _, line := range strings.Split(string(bootLog), "\n") {
+		if i := strings.Index(line, "init started"); i >= 0 {
+			t.Logf("guest %s: %s", name, strings.TrimSpace(line[i:]))
+			break
+		}
+	}
 	for deadline := time.Now().Add(90 * time.Second); (c.MetadataUUID == "" && !c.MetadataFail || c.ConfigDrive == "" && !c.NoConfigDrive || c.SSHKeys == "" || c.SSHHostKey == "") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		b, _ := os.ReadFile(console)
 		c = ParseConsole(string(b))
@@ -362,6 +371,17 @@ func TestBuildBootDHCP(t *testing.T) {
 	out, err = sshInNamespace(tn.ns, ip.String(), keyFile, knownHosts, "id; ping -c 3 -i 0.2 -W 2 "+tn.server)
 	if err != nil || !strings.HasPrefix(out, "uid=1000("+LoginUser+")") || strings.Contains(out, "euid=") || !strings.Contains(out, "3 packets received") {
 		t.Errorf("ssh %s@%s: id; ping -c 3 %s = %v:\n%s\nwant uid 1000 without another effective uid, and 3 replies", LoginUser, ip, tn.server, err, out)
+	}
+	// What Tempest's scenario tests run over SSH, as on CirrOS: curl against the metadata
+	// service, sudo, the network and volume tools (PATH as Tempest's remote client sets it).
+	tools := "set -e; PATH=$PATH:/sbin:/usr/sbin; curl -sS http://169.254.169.254/openstack/latest/meta_data.json; echo; " +
+		"sudo id -u; for c in ip ping nc wget ifconfig hostname blkid mkfs.ext4 mount; do command -v $c >/dev/null || echo missing $c; done; " +
+		"dd if=/dev/zero of=/tmp/vol bs=1M count=16; sudo mkfs.ext4 -F -q /tmp/vol; sudo blkid /tmp/vol"
+	out, err = sshInNamespace(tn.ns, ip.String(), keyFile, knownHosts, tools)
+	if err != nil || !strings.Contains(out, `"uuid": "`+tn.uuid+`"`) && !strings.Contains(out, `"uuid":"`+tn.uuid+`"`) || !strings.Contains(out, "\n0\n") || strings.Contains(out, "missing") || !strings.Contains(out, `TYPE="ext4"`) {
+		t.Errorf("ssh %s@%s: curl the metadata service, sudo, tools = %v:\n%s\nwant meta_data.json with uuid %s, sudo id -u 0, no tool missing, an ext4 file system", LoginUser, ip, err, out, tn.uuid)
+	} else {
+		t.Logf("in the guest over SSH: curl read the metadata service, sudo is root, ip ping nc wget ifconfig hostname blkid mkfs.ext4 mount present")
 	}
 	// Go's SSH client (osd launch logs in with it) as well as OpenSSH's.
 	// Go's client prefers RSA host keys: with any host key accepted, the server must make

@@ -20,7 +20,7 @@ import (
 
 // Packages are what the guest image is made of: the cloud kernel (a
 // meta-package naming the current linux-image-*-cloud-amd64) and busybox; the SSH
-// server (SSHPackages) with its libraries comes on top.
+// server (SSHPackages) and the tools (ToolPackages) with their libraries come on top.
 var Packages = []string{"linux-image-cloud-amd64", "busybox-static"}
 
 // Options say where to cache and which mirror to use.
@@ -86,12 +86,14 @@ func Build(ctx context.Context, o Options) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("guest image: %w", err)
 	}
-	// The SSH server with its dependency closure (the libraries its binaries load).
-	sshClosure, err := apt.Resolve(ctx, nil, SSHPackages)
+	// The SSH server and the tools with their dependency closure (the libraries their
+	// binaries load).
+	extra := append(append([]string(nil), SSHPackages...), ToolPackages...)
+	extraClosure, err := apt.Resolve(ctx, nil, extra)
 	if err != nil {
-		return Image{}, fmt.Errorf("guest image: resolve %s: %w", strings.Join(SSHPackages, " "), err)
+		return Image{}, fmt.Errorf("guest image: resolve %s: %w", strings.Join(extra, " "), err)
 	}
-	for n, v := range sshClosure {
+	for n, v := range extraClosure {
 		want[n] = v
 	}
 	key := CacheKey(want)
@@ -159,10 +161,13 @@ func isCloudKernel(name string) bool {
 	return strings.HasPrefix(name, "linux-image-") && strings.HasSuffix(name, "-cloud-amd64") && name != "linux-image-cloud-amd64"
 }
 
-// keepSSHFile selects, from the SSH server's packages, its binaries and what lives in the
-// library directories (the dynamic loader's link in lib64 included).
-func keepSSHFile(p string) bool {
-	for _, b := range SSHBinaries {
+// binaries are the dynamically linked programs the guest carries.
+func binaries() []string { return append(append([]string(nil), SSHBinaries...), ToolBinaries...) }
+
+// keepFile selects, from the SSH server's and the tools' packages, their binaries and
+// what lives in the library directories (the dynamic loader's link in lib64 included).
+func keepFile(p string) bool {
+	for _, b := range binaries() {
 		if p == b {
 			return true
 		}
@@ -226,19 +231,19 @@ func assemble(ctx context.Context, root, dir, key string, want map[string]string
 		}
 	}
 	tree := filepath.Join(work, "tree")
-	// The SSH server's packages first: their files and links under the library
-	// directories, and its binaries (ELFClosure picks what the binaries need).
+	// The SSH server's and the tools' packages first: their files and links under the
+	// library directories, and their binaries (ELFClosure picks what the binaries need).
 	for n, deb := range debs {
 		if n == kernelPkg || n == "busybox-static" {
 			continue
 		}
-		if _, err := extractDeb(ctx, deb, tree, keepSSHFile); err != nil {
+		if _, err := extractDeb(ctx, deb, tree, keepFile); err != nil {
 			return Image{}, err
 		}
 	}
-	sshFiles, err := ELFClosure(tree, SSHBinaries)
+	files, err := ELFClosure(tree, binaries())
 	if err != nil {
-		return Image{}, fmt.Errorf("ssh server: %w", err)
+		return Image{}, fmt.Errorf("ssh server and tools: %w", err)
 	}
 	if _, err := extractDeb(ctx, debs[kernelPkg], tree, func(p string) bool {
 		p = strings.TrimPrefix(p, "usr/")
@@ -307,7 +312,7 @@ func assemble(ctx context.Context, root, dir, key string, want map[string]string
 	if err != nil {
 		return Image{}, err
 	}
-	err = writeInitrd(f, busybox, sshFiles, mods)
+	err = writeInitrd(f, busybox, files, mods)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

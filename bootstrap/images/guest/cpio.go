@@ -13,6 +13,7 @@ type cpioEntry struct {
 	Mode      uint32 // file type bits | permissions
 	RdevMajor uint32
 	RdevMinor uint32
+	Gid       uint32 // group (the owner is root)
 	Data      []byte // file content or symlink target
 }
 
@@ -23,7 +24,7 @@ const (
 	cpioChar    = 0o020000
 )
 
-// writeCPIO writes entries (owned by root, mtime 0, so the archive depends
+// writeCPIO writes entries (owned by root and their group, mtime 0, so the archive depends
 // only on its content) as a newc archive followed by the trailer.
 func writeCPIO(w io.Writer, entries []cpioEntry) error {
 	bw := bufio.NewWriter(w)
@@ -45,7 +46,7 @@ func writeCPIO(w io.Writer, entries []cpioEntry) error {
 			nlink = 2
 		}
 		hdr := fmt.Sprintf("070701%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x",
-			ino, e.Mode, 0, 0, nlink, 0, len(e.Data), 0, 0, e.RdevMajor, e.RdevMinor, len(e.Name)+1, 0)
+			ino, e.Mode, 0, e.Gid, nlink, 0, len(e.Data), 0, 0, e.RdevMajor, e.RdevMinor, len(e.Name)+1, 0)
 		if err := put([]byte(hdr + e.Name + "\x00")); err != nil {
 			return err
 		}

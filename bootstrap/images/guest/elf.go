@@ -18,6 +18,19 @@ var SSHPackages = []string{"dropbear-bin"}
 // SSHBinaries are the programs of SSHPackages the guest runs.
 var SSHBinaries = []string{"usr/sbin/dropbear", "usr/bin/dropbearkey"}
 
+// ToolPackages are the Debian packages of the tools a test suite runs in the guest that
+// busybox lacks, as CirrOS has them: curl (Tempest reads the metadata service with
+// it), mkfs.ext4 and blkid (volume checks). Busybox covers ip, ping, nc, wget, ifconfig,
+// hostname and mount; sudo is a script (sudoScript).
+var ToolPackages = []string{"curl", "e2fsprogs", "util-linux"}
+
+// ToolBinaries are the programs of ToolPackages the guest carries (with the shared
+// libraries they load, found by ELFClosure).
+var ToolBinaries = []string{"usr/bin/curl", "sbin/mke2fs", "sbin/blkid"}
+
+// toolLinks are symbolic links the tools' packages make (name -> target).
+var toolLinks = [][2]string{{"sbin/mkfs.ext4", "mke2fs"}, {"sbin/mkfs.ext3", "mke2fs"}, {"sbin/mkfs.ext2", "mke2fs"}}
+
 // libDirs are where the dynamic loader looks for libraries (Debian's multiarch paths).
 var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib", "usr/lib"}
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/osdcloud/osd/bootstrap/images"
 )
 
 // Marker is how every console line of the guest's /init starts.
@@ -17,8 +19,8 @@ type Module struct {
 	Data []byte
 }
 
-// File is a file of the guest's root besides busybox and the modules: the SSH server
-// and the shared libraries it needs, at their paths.
+// File is a file of the guest's root besides busybox and the modules: the SSH server,
+// the tools and the shared libraries they need, at their paths.
 type File struct {
 	Path string // relative, e.g. usr/sbin/dropbear
 	Data []byte
@@ -34,11 +36,15 @@ func initrdEntries(busybox []byte, files []File, modules []Module) []cpioEntry {
 		for _, d := range parents(n) {
 			if !dirs[d] {
 				dirs[d] = true
-				e = append(e, cpioEntry{Name: d, Mode: cpioDir | 0o755})
+				mode := uint32(0o755)
+				if d == "tmp" {
+					mode = 0o1777 // as on any Linux: every user writes there (sticky)
+				}
+				e = append(e, cpioEntry{Name: d, Mode: cpioDir | mode})
 			}
 		}
 	}
-	for _, d := range []string{"bin/", "dev/", "etc/", "lib/modules/", "proc/", "sys/", "tmp/", "run/", "root/", "home/", "mnt/"} {
+	for _, d := range []string{"bin/", "sbin/", "usr/bin/", "usr/sbin/", "dev/", "etc/", "lib/modules/", "proc/", "sys/", "tmp/", "run/", "root/", "home/", "mnt/"} {
 		dir(d)
 	}
 	e = append(e,
@@ -58,9 +64,19 @@ func initrdEntries(busybox []byte, files []File, modules []Module) []cpioEntry {
 	for _, f := range [][2]string{{"etc/passwd", passwdFile}, {"etc/group", groupFile}, {"etc/shells", shellsFile}, {"etc/nsswitch.conf", nsswitchFile}} {
 		e = append(e, cpioEntry{Name: f[0], Mode: cpioReg | 0o644, Data: []byte(f[1])})
 	}
+	dir(asRootPath)
+	e = append(e,
+		cpioEntry{Name: "usr/bin/sudo", Mode: cpioReg | 0o755, Data: []byte(sudoScript)},
+		// Set-user-ID root, run only by root and the login user's group (sudoScript).
+		cpioEntry{Name: asRootPath, Mode: cpioReg | asRootMode, Gid: loginGID, Data: images.AsRootBinary()},
+	)
 	for _, f := range files {
 		dir(f.Path)
 		e = append(e, cpioEntry{Name: f.Path, Mode: cpioReg | f.Mode, Data: f.Data})
+	}
+	for _, l := range toolLinks {
+		dir(l[0])
+		e = append(e, cpioEntry{Name: l[0], Mode: cpioSymlink | 0o777, Data: []byte(l[1])})
 	}
 	var order []string
 	for _, m := range modules {
@@ -74,6 +90,14 @@ func initrdEntries(busybox []byte, files []File, modules []Module) []cpioEntry {
 
 // busyboxMode is /bin/busybox's permissions: set-user-ID root (see initrdEntries).
 const busyboxMode = 0o4755
+
+// asRootPath is the program sudo becomes root with (images.AsRootBinary), asRootMode
+// its permissions (set-user-ID root, executable by the group loginGID only).
+const (
+	asRootPath = "usr/libexec/osd-asroot"
+	asRootMode = 0o4750
+	loginGID   = 1000
+)
 
 // parents lists the directories above name, outermost first ("a/b/c" -> a, a/b; a name
 // ending in "/" is a directory and is listed too).
@@ -102,7 +126,10 @@ func writeInitrd(w io.Writer, busybox []byte, files []File, modules []Module) er
 // recipeVersion identifies what the initramfs holds besides the packages:
 // part of the cache key.
 func recipeVersion() string {
-	parts := []string{"guest-v2", fmt.Sprintf("busybox %o", busyboxMode), initScript, passwdFile, groupFile, shellsFile, nsswitchFile, strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(SSHBinaries, ",")}
+	parts := []string{"guest-v2", fmt.Sprintf("busybox %o", busyboxMode), initScript, passwdFile, groupFile, shellsFile, nsswitchFile, sudoScript, fmt.Sprintf("%s %o %d %x", asRootPath, asRootMode, loginGID, images.AsRootBinary()), strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(binaries(), ",")}
+	for _, l := range toolLinks {
+		parts = append(parts, l[0]+" -> "+l[1])
+	}
 	for _, sc := range scripts {
 		parts = append(parts, sc.path, sc.text)
 	}

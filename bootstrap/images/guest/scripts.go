@@ -21,6 +21,8 @@ const CommandLine = "console=tty0 console=ttyS0 panic=-1"
 // and stay up.
 const initScript = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
+# and at the applets' usual places too (/sbin/ifconfig, /usr/bin/wget ...), as CirrOS
+/bin/busybox --install -s 2>/dev/null
 export PATH=/bin:/usr/sbin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -268,3 +270,38 @@ var scripts = []struct{ path, text string }{
 	{"bin/osd-apply-meta", applyMetaScript},
 	{"etc/acpi/PWRF/00000080", powerButtonScript},
 }
+
+// sudoScript is /usr/bin/sudo as CirrOS offers it to its user: any command as root, no
+// password. The program at asRootPath (set-user-ID root, executable by the login user's
+// group only) makes every ID root and executes the command; busybox itself cannot (it
+// gives root up in every applet that does not need it, and its /etc/busybox.conf makes
+// busybox 1.35's shell crash).
+const sudoScript = `#!/bin/sh
+shell= login=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-n|-E|-H|-S|-k|-P|--non-interactive|--preserve-env) shift ;;
+	-u|--user) [ "$2" = root ] || [ "$2" = 0 ] || { echo "sudo: only root is offered" >&2; exit 1; }; shift 2 ;;
+	-i|--login) shell=1 login=-l; shift ;;
+	-s|--shell) shell=1; shift ;;
+	--) shift; break ;;
+	-*) echo "sudo: option $1 is not supported" >&2; exit 1 ;;
+	*) break ;;
+	esac
+done
+if [ -n "$shell" ] && [ $# -gt 0 ]; then
+	set -- /bin/sh $login -c "$*"
+elif [ $# -eq 0 ]; then
+	set -- /bin/sh $login
+fi
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root USER=root LOGNAME=root
+case "$1" in
+*/*) ;;
+*) p=$(command -v "$1") || { echo "sudo: $1: command not found" >&2; exit 1; }
+	case "$p" in
+	/*) shift; set -- "$p" "$@" ;;
+	*) set -- /bin/busybox "$@" ;; # an applet the shell runs itself
+	esac ;;
+esac
+exec /` + asRootPath + ` "$@"
+`
