@@ -210,6 +210,24 @@ func UpdateFirewallMembers(nsPath string, add, remove []string) (bool, error) {
 	return true, nil
 }
 
+// SetFirewallMembers makes the members' sets hold exactly members, in place and in one
+// transaction. Without osd's filter table it does nothing (false, nil).
+func SetFirewallMembers(nsPath string, members []string) (bool, error) {
+	m4, m6, err := memberSets(members)
+	if err != nil {
+		return false, err
+	}
+	obs, err := observeFirewall(nsPath)
+	if err != nil || !obs.Present {
+		return false, err
+	}
+	rs := Ruleset{Sets: []FirewallSet{{Name: MembersSet4, Kind: SetAddr4, Prefixes: m4}, {Name: MembersSet6, Kind: SetAddr6, Prefixes: m6}}}
+	if slices.Equal(obs.Members, memberStrings(rs)) {
+		return false, nil
+	}
+	return true, setMembers(nsPath, rs)
+}
+
 // setMembers replaces the members' sets' elements with rs's, in one transaction.
 func setMembers(nsPath string, rs Ruleset) error {
 	c, done, err := nftConn(nsPath)

@@ -249,6 +249,10 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if err := s.saveJoin(ctx, *rec); err != nil {
 		return rest.ErrorResponse(err)
 	}
+	// This host's firewall (made by the join's first step) trusts the cluster's nodes.
+	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{server}, tok.Addresses...), nil); err != nil {
+		return rest.ErrorResponse(err)
+	}
 	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", rec.Roles)
 	op := s.startJoin(*rec)
 	return rest.AsyncResponse("/1.0/operations/"+op, s.joinStatus(rec))
@@ -371,11 +375,11 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 }
 
 // JoinSteps names the host preparation steps of the init plan a node with roles needs
-// (pure): compute needs KVM, Open vSwitch, its tunnel endpoint and libvirt; network Open
-// vSwitch, the tunnel endpoint and the external network; storage the volume group;
-// control nothing on the host.
+// (pure): every node the host firewall (before its agent starts); compute KVM, Open
+// vSwitch, its tunnel endpoint and libvirt; network Open vSwitch, the tunnel endpoint and
+// the external network; storage the volume group; control nothing more on the host.
 func JoinSteps(roles []string) map[string]bool {
-	want := map[string]bool{}
+	want := map[string]bool{converge.StepFirewall: true}
 	for _, r := range roles {
 		switch r {
 		case api.RoleCompute:
@@ -528,6 +532,7 @@ func (s *Service) startHeartbeats() {
 				err = s.heartbeat(ctx, rec)
 				if err == nil && beat%imageSyncBeats == imageSyncBeats-1 {
 					s.syncImagesInBackground(rec)
+					s.refreshFirewallPeers(ctx, rec)
 				}
 			}
 			s.mu.Lock()
@@ -582,6 +587,30 @@ func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
 		}
 	}
 	return cluster.SendHeartbeat(hctx, id, rec.Server, rec.Name, api.Version, held)
+}
+
+// refreshFirewallPeers makes this host's firewall trust the cluster's members as the
+// cluster lists them now (a node that joined since, one that was removed), and the
+// cluster's addresses this node joined through.
+func (s *Service) refreshFirewallPeers(ctx context.Context, rec *Record) {
+	id, err := cluster.LoadMemberIdentity(s.identityDir())
+	if err != nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ms, err := cluster.FetchMembers(fctx, id, rec.Server)
+	if err != nil {
+		slog.Warn("list the cluster's members for the firewall", "err", err)
+		return
+	}
+	peers := append([]string{rec.Server}, rec.Addresses...)
+	for _, m := range ms {
+		peers = append(peers, m.Address)
+	}
+	if err := converge.UpdateFirewallPeers(ctx, s.st, peers, nil, nil); err != nil {
+		slog.Warn("firewall peers", "err", err)
+	}
 }
 
 // imageSyncBeats is how many heartbeats pass between two image syncs with the cluster: an
