@@ -2,6 +2,7 @@ package netsetup
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -213,11 +214,19 @@ func TestFirewallNamespaces(t *testing.T) {
 	if ok, err := UpdateFirewallMembers(l.host, []string{"192.168.77.2"}, nil); err != nil || !ok {
 		t.Fatalf("UpdateFirewallMembers(add) = %v, %v", ok, err)
 	}
+	// A member's open connection (a kubelet's watch) ends with its membership.
+	conn := echoConn(t, l.host, l.lan, "192.168.77.1:6450")
+	if !echoes(conn, "before") {
+		t.Fatal("a member's connection to an internal port does not echo")
+	}
 	if ok, err := UpdateFirewallMembers(l.host, nil, []string{"192.168.77.2", "192.168.77.9"}); err != nil || !ok {
 		t.Fatalf("UpdateFirewallMembers(remove, one absent) = %v, %v, want true, nil", ok, err)
 	}
 	if reaches(t, l.lan, "10.43.0.41:6641") {
 		t.Error("a removed member still reaches the ClusterIP")
+	}
+	if echoes(conn, "after") {
+		t.Error("a removed member's open connection still goes through, want its tracked connections forgotten")
 	}
 
 	if removed, err := DeleteFirewall(l.host); err != nil || !removed {
@@ -232,4 +241,40 @@ func TestFirewallNamespaces(t *testing.T) {
 	if !reaches(t, l.guest, "10.43.0.41:6641") {
 		t.Error("after DeleteFirewall a guest still cannot reach the ClusterIP, want it to (the table is gone)")
 	}
+}
+
+// echoConn listens on addr in listenNS, echoing what it reads, and returns a connection
+// to it from dialNS (closed at cleanup).
+func echoConn(t *testing.T, listenNS, dialNS, addr string) net.Conn {
+	t.Helper()
+	var ln net.Listener
+	if err := inNetNS(listenNS, func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	var c net.Conn
+	if err := inNetNS(dialNS, func() (err error) { c, err = net.DialTimeout("tcp4", addr, 2*time.Second); return err }); err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// echoes says whether msg sent on c comes back within a second.
+func echoes(c net.Conn, msg string) bool {
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return false
+	}
+	buf := make([]byte, len(msg))
+	_, err := io.ReadFull(c, buf)
+	return err == nil && string(buf) == msg
 }

@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,7 +99,7 @@ func EnsureFirewall(nsPath string, spec FirewallSpec) (bool, error) {
 		if slices.Equal(obs.Members, want) {
 			return false, nil
 		}
-		return true, setMembers(nsPath, rs)
+		return true, setMembers(nsPath, rs, obs.Members)
 	}
 	c, done, err := nftConn(nsPath)
 	if err != nil {
@@ -134,7 +136,13 @@ func EnsureFirewall(nsPath string, spec FirewallSpec) (bool, error) {
 	if err := c.Flush(); err != nil {
 		return false, fmt.Errorf("write nftables table inet %s: %w", FilterTable, err)
 	}
-	return true, nil
+	var gone []netip.Prefix
+	for _, a := range obs.Members {
+		if ip, err := netip.ParseAddr(a); err == nil && !slices.Contains(memberStrings(rs), a) {
+			gone = append(gone, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+	}
+	return true, forgetConnections(nsPath, gone)
 }
 
 // DeleteFirewall removes osd's filter table if it exists; it reports whether it did.
@@ -207,7 +215,7 @@ func UpdateFirewallMembers(nsPath string, add, remove []string) (bool, error) {
 	if err := c.Flush(); err != nil {
 		return false, fmt.Errorf("update the members of nftables table inet %s: %w", FilterTable, err)
 	}
-	return true, nil
+	return true, forgetConnections(nsPath, append(r4, r6...))
 }
 
 // SetFirewallMembers makes the members' sets hold exactly members, in place and in one
@@ -225,11 +233,12 @@ func SetFirewallMembers(nsPath string, members []string) (bool, error) {
 	if slices.Equal(obs.Members, memberStrings(rs)) {
 		return false, nil
 	}
-	return true, setMembers(nsPath, rs)
+	return true, setMembers(nsPath, rs, obs.Members)
 }
 
-// setMembers replaces the members' sets' elements with rs's, in one transaction.
-func setMembers(nsPath string, rs Ruleset) error {
+// setMembers replaces the members' sets' elements (before) with rs's, in one
+// transaction, and forgets the tracked connections of those that left.
+func setMembers(nsPath string, rs Ruleset, before []string) error {
 	c, done, err := nftConn(nsPath)
 	if err != nil {
 		return err
@@ -248,6 +257,45 @@ func setMembers(nsPath string, rs Ruleset) error {
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("set the members of nftables table inet %s: %w", FilterTable, err)
+	}
+	keep := memberStrings(rs)
+	var gone []netip.Prefix
+	for _, a := range before {
+		if ip, err := netip.ParseAddr(a); err == nil && !slices.Contains(keep, a) {
+			gone = append(gone, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+	}
+	return forgetConnections(nsPath, gone)
+}
+
+// forgetConnections deletes the conntrack entries whose original source is one of addrs:
+// a removed member's open connections (a kubelet's watch on the API server) would
+// otherwise go on as "established" past the rules that no longer trust it.
+func forgetConnections(nsPath string, addrs []netip.Prefix) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	nl, err := netlinkHandle(nsPath)
+	if err != nil {
+		return err
+	}
+	defer nl.Close()
+	for _, p := range addrs {
+		f := &netlink.ConntrackFilter{}
+		if err := f.AddIP(netlink.ConntrackOrigSrcIP, p.Addr().AsSlice()); err != nil {
+			return err
+		}
+		family := netlink.InetFamily(unix.AF_INET)
+		if p.Addr().Is6() {
+			family = unix.AF_INET6
+		}
+		n, err := nl.ConntrackDeleteFilters(netlink.ConntrackTable, family, f)
+		if err != nil {
+			return fmt.Errorf("forget the connections of %s: %w", p.Addr(), err)
+		}
+		if n > 0 {
+			slog.Info("netsetup: forgot the tracked connections of a former member", "address", p.Addr().String(), "connections", n)
+		}
 	}
 	return nil
 }
