@@ -84,7 +84,8 @@ func observeFirewall(nsPath string) (observedFirewall, error) {
 // EnsureFirewall makes osd's filter table in the namespace at nsPath ("" = the caller's)
 // the one of spec, in one netlink transaction (no moment without rules). A table whose
 // rules are already spec's keeps them; only its members' sets are brought to spec's
-// members. It reports whether it changed anything.
+// members. The tracked connections of addresses that are no longer members are forgotten.
+// It reports whether it changed anything.
 func EnsureFirewall(nsPath string, spec FirewallSpec) (bool, error) {
 	rs, err := FirewallRules(spec)
 	if err != nil {
@@ -136,13 +137,7 @@ func EnsureFirewall(nsPath string, spec FirewallSpec) (bool, error) {
 	if err := c.Flush(); err != nil {
 		return false, fmt.Errorf("write nftables table inet %s: %w", FilterTable, err)
 	}
-	var gone []netip.Prefix
-	for _, a := range obs.Members {
-		if ip, err := netip.ParseAddr(a); err == nil && !slices.Contains(memberStrings(rs), a) {
-			gone = append(gone, netip.PrefixFrom(ip, ip.BitLen()))
-		}
-	}
-	return true, forgetConnections(nsPath, gone)
+	return true, forgetConnections(nsPath, departed(obs.Members, rs))
 }
 
 // DeleteFirewall removes osd's filter table if it exists; it reports whether it did.
@@ -258,6 +253,11 @@ func setMembers(nsPath string, rs Ruleset, before []string) error {
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("set the members of nftables table inet %s: %w", FilterTable, err)
 	}
+	return forgetConnections(nsPath, departed(before, rs))
+}
+
+// departed are the addresses of before that rs's members' sets no longer hold.
+func departed(before []string, rs Ruleset) []netip.Prefix {
 	keep := memberStrings(rs)
 	var gone []netip.Prefix
 	for _, a := range before {
@@ -265,7 +265,7 @@ func setMembers(nsPath string, rs Ruleset, before []string) error {
 			gone = append(gone, netip.PrefixFrom(ip, ip.BitLen()))
 		}
 	}
-	return forgetConnections(nsPath, gone)
+	return gone
 }
 
 // forgetConnections deletes the conntrack entries whose original source is one of addrs:
