@@ -530,9 +530,11 @@ func (s *Service) startHeartbeats() {
 			rec, err := s.loadJoin()
 			if err == nil && rec != nil {
 				err = s.heartbeat(ctx, rec)
+				if err == nil && beat%imageSyncBeats == 0 {
+					s.refreshFirewallPeers(ctx, rec)
+				}
 				if err == nil && beat%imageSyncBeats == imageSyncBeats-1 {
 					s.syncImagesInBackground(rec)
-					s.refreshFirewallPeers(ctx, rec)
 				}
 			}
 			s.mu.Lock()
@@ -590,8 +592,11 @@ func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
 }
 
 // refreshFirewallPeers makes this host's firewall trust the cluster's members as the
-// cluster lists them now (a node that joined since, one that was removed), and the
-// cluster's addresses this node joined through.
+// cluster lists them now (a node that joined since, one that was removed), their Geneve
+// endpoints (a node's tunnel address can be another than its API address, and is then
+// also where its connections to this node come from), and the cluster's addresses this
+// node joined through. It runs at the first heartbeat after the join and then about once
+// a minute.
 func (s *Service) refreshFirewallPeers(ctx context.Context, rec *Record) {
 	id, err := cluster.LoadMemberIdentity(s.identityDir())
 	if err != nil {
@@ -607,6 +612,9 @@ func (s *Service) refreshFirewallPeers(ctx context.Context, rec *Record) {
 	peers := append([]string{rec.Server}, rec.Addresses...)
 	for _, m := range ms {
 		peers = append(peers, m.Address)
+		if f := strings.Fields(m.Tunnel); len(f) > 0 {
+			peers = append(peers, f[len(f)-1]) // "geneve 10.0.0.2"
+		}
 	}
 	if err := converge.UpdateFirewallPeers(ctx, s.st, peers, nil, nil); err != nil {
 		slog.Warn("firewall peers", "err", err)
