@@ -111,8 +111,9 @@ func checkTenantIsolation(t *testing.T, n *node) {
 		}
 		script := probeScript("nc", targets) +
 			"nslookup mariadb.openstack.svc.cluster.local 10.43.0.10 >/dev/null 2>&1 && echo 'dns resolved' || echo 'dns failed'\n" +
-			"wget -q -T 10 -O - http://" + net.JoinHostPort(nodeIP, "30500") + "/v3 2>&1 | head -c 300; echo\n" +
-			"wget -q -T 10 -O - http://169.254.169.254/openstack/latest/meta_data.json 2>&1 | head -c 300; echo\n"
+			// busybox 1.35's wget -T crashes in the guest (segmentation fault): timeout bounds it.
+			"timeout 15 wget -q -O - http://" + net.JoinHostPort(nodeIP, "30500") + "/v3 2>&1 | head -c 300; echo\n" +
+			"timeout 15 wget -q -O - http://169.254.169.254/openstack/latest/meta_data.json 2>&1 | head -c 300; echo\n"
 		out, err := login(script)
 		if err != nil {
 			t.Fatalf("ssh into the guest: %v\n%s", err, out)
