@@ -23,6 +23,9 @@ func firewall(ctx context.Context, st *state.State) (bool, string, error) {
 		return false, "", err
 	}
 	changed, err := netsetup.EnsureFirewall("", spec)
+	if err == nil {
+		err = st.Set(ctx, state.KeyFirewall, "true")
+	}
 	detail := fmt.Sprintf("table inet %s: guests from %v reach ports %v here; %d trusted member address(es)",
 		netsetup.FilterTable, spec.GuestNets, spec.PublicTCP, len(spec.Members))
 	return changed, detail, err
@@ -120,14 +123,13 @@ func firewallPeers(ctx context.Context, st *state.State) ([]string, error) {
 
 // UpdateFirewallPeers records addresses (IP or IP:port) the firewall trusts (add) or no
 // longer trusts (remove), or replaces them all (replace, when not nil), and brings the
-// firewall's members' sets in place to FirewallMembers. Without the firewall (a host
-// not initialized) it only records them.
-// A daemon whose host was never initialized or joined (a test's) leaves the kernel alone.
+// firewall's members' sets in place to FirewallMembers. Before this daemon's firewall
+// step ran (a joiner before its plan, a test's daemon) it only records them.
 func UpdateFirewallPeers(ctx context.Context, st *state.State, replace, add, remove []string) error {
 	peersMu.Lock()
 	defer peersMu.Unlock()
-	prepared, err := hostPrepared(ctx, st)
-	if err != nil || !prepared {
+	applied, err := firewallApplied(ctx, st)
+	if err != nil {
 		return err
 	}
 	peers, err := firewallPeers(ctx, st)
@@ -145,6 +147,9 @@ func UpdateFirewallPeers(ctx context.Context, st *state.State, replace, add, rem
 	if err := st.Set(ctx, state.KeyFirewallPeers, string(b)); err != nil {
 		return err
 	}
+	if !applied {
+		return nil // the firewall step makes the table with these peers
+	}
 	members, err := FirewallMembers(ctx, st)
 	if err != nil {
 		return err
@@ -160,12 +165,8 @@ func UpdateFirewallPeers(ctx context.Context, st *state.State, replace, add, rem
 	return nil
 }
 
-// hostPrepared says whether osd init or osd join prepared this host (its firewall step ran
-// or will run).
-func hostPrepared(ctx context.Context, st *state.State) (bool, error) {
-	if v, _, err := st.Get(ctx, state.KeyInitialized); err != nil || v == "true" {
-		return v == "true", err
-	}
-	v, _, err := st.Get(ctx, state.KeyJoin)
-	return v != "", err
+// firewallApplied says whether this daemon's firewall step put the host firewall in place.
+func firewallApplied(ctx context.Context, st *state.State) (bool, error) {
+	v, _, err := st.Get(ctx, state.KeyFirewall)
+	return v == "true", err
 }

@@ -427,7 +427,13 @@ func (s *Service) plan(dec preflight.Decisions, rec Record) []bootstrap.Step {
 			defer cancel()
 			return n.WaitReady(ctx)
 		}},
-		bootstrap.Step{Name: "cluster-member", Needs: needs["cluster-member"], Run: func(ctx context.Context) (bool, string, error) { return s.completeJoin(ctx) }},
+		bootstrap.Step{Name: "cluster-member", Needs: needs["cluster-member"], Run: func(ctx context.Context) (bool, string, error) {
+			changed, detail, err := s.completeJoin(ctx)
+			if err == nil {
+				s.refreshFirewallPeers(ctx, &rec) // as a member it may list the members now
+			}
+			return changed, detail, err
+		}},
 		bootstrap.Step{Name: "images", Needs: needs["images"], Run: func(ctx context.Context) (bool, string, error) {
 			return s.syncImages(ctx, rec, func(string) {})
 		}},
@@ -595,8 +601,8 @@ func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
 // cluster lists them now (a node that joined since, one that was removed), their Geneve
 // endpoints (a node's tunnel address can be another than its API address, and is then
 // also where its connections to this node come from), and the cluster's addresses this
-// node joined through. It runs at the first heartbeat after the join and then about once
-// a minute.
+// node joined through. It runs once the join completed, at the first heartbeat and then
+// about once a minute.
 func (s *Service) refreshFirewallPeers(ctx context.Context, rec *Record) {
 	id, err := cluster.LoadMemberIdentity(s.identityDir())
 	if err != nil {
