@@ -168,7 +168,10 @@ func isolationTargets(t *testing.T, n *node) (internal []isolationTarget, nodeIP
 		}
 		internal = append(internal, isolationTarget{name: s.name, ip: ip, port: s.port})
 	}
-	out, err := n.kubectl("get", "endpoints", "-n", "openstack", "mariadb-headless", "-o", "jsonpath={.subsets[0].addresses[0].ip}")
+	// EndpointSlices, not Endpoints: kubectl warns on stderr (in the output) that v1
+	// Endpoints are deprecated.
+	out, err := n.kubectl("get", "endpointslices", "-n", "openstack", "-l", "kubernetes.io/service-name=mariadb-headless",
+		"-o", "jsonpath={.items[0].endpoints[0].addresses[0]}")
 	if ip := strings.TrimSpace(out); err == nil && net.ParseIP(ip) != nil {
 		internal = append(internal, isolationTarget{name: "mariadb-pod", ip: ip, port: 3306})
 	} else {
