@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -320,6 +321,9 @@ func TestConvergePlan(t *testing.T) {
 				t.Errorf("%s needs %s: a failing %s would hold it up", s, host, host)
 			}
 		}
+	}
+	if !slices.Contains(needs["kubernetes"], "firewall") {
+		t.Errorf("kubernetes needs %v, want the host firewall first", needs["kubernetes"])
 	}
 	if !all("day-one", map[string]bool{})["external-network"] || !all("day-one", map[string]bool{})["openstack"] {
 		t.Errorf("day-one needs %v, want openstack and the external network", needs["day-one"])

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -31,6 +32,9 @@ func (d *Daemon) startRemote(ctx context.Context) error {
 	d.clusterSvc = &cluster.Service{DB: d.st.DB, CA: ca, Trust: d.trust, Addresses: d.remoteAddresses,
 		MemberCertLifetime: d.cfg.MemberCertLifetime}
 	d.members.Hooks(d.clusterSvc)
+	d.clusterSvc.Peers = func(ctx context.Context, add, remove []string) error {
+		return converge.UpdateFirewallPeers(ctx, d.st, nil, add, remove)
+	}
 	go rc.Run(ctx, 12*time.Hour)
 	go d.clusterSvc.RunPurge(ctx, time.Hour)
 	if d.cfg.HTTPSAddress == "none" {

@@ -672,9 +672,11 @@ func checkJoinCredential(t *testing.T, n1, n2 *nsNode) {
 }
 
 // checkRemovedStaysOut gives the removed node 2 back everything it kept (its join record
-// set to member again, its kubelet certificate) and checks that it cannot register: its
-// daemon's agent does not bring the node back, and its kubelet certificate cannot create
-// the Node directly.
+// set to member again, its kubelet certificate) and checks that it cannot register: node
+// 1's firewall no longer lets node 2 reach the Kubernetes API (its address left the
+// members' set with the removal), its daemon's agent does not bring the node back, and its
+// kubelet certificate cannot create the Node directly (tried from node 1 itself, past the
+// firewall: the certificate is refused, not only the address).
 func checkRemovedStaysOut(t *testing.T, n1, n2 *nsNode) {
 	jf := filepath.Join(n2.stateDir(), "cluster", "join.json")
 	b, err := os.ReadFile(jf)
@@ -690,7 +692,10 @@ func checkRemovedStaysOut(t *testing.T, n1, n2 *nsNode) {
 	node := writeSecret(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+n2.name+`"}}`)
 	kubectl := filepath.Join(n1.stateDir(), "bin", "kubectl")
 	empty := writeSecret(t, "apiVersion: v1\nkind: Config\n")
-	out, err := n2.nsenter(kubectl, "--kubeconfig", empty, "--server", "https://"+n1.ip+":6443", "--insecure-skip-tls-verify",
+	if out, _ := n2.nsenter("curl", "-sk", "--connect-timeout", "5", "-o", "/dev/null", "-w", "%{http_code}", "https://"+n1.ip+":6443/").Output(); string(out) != "000" {
+		t.Errorf("node 1's Kubernetes API from the removed node 2 answered %s, want no connection (node 1's firewall drops it)", out)
+	}
+	out, err := n1.nsenter(kubectl, "--kubeconfig", empty, "--server", "https://"+n1.ip+":6443", "--insecure-skip-tls-verify",
 		"--client-certificate", filepath.Join(agent, "client-kubelet.crt"), "--client-key", filepath.Join(agent, "client-kubelet.key"),
 		"create", "-f", node).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "removed from the osd cluster") {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -78,6 +80,13 @@ func (s *Service) postJoin(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
+	if s.Peers != nil {
+		// The joiner's agent and tunnel reach this host from where it asked from (and
+		// the address it gave): open the firewall to it before it has its credential.
+		if err := s.Peers(r.Context(), joinerAddresses(r.RemoteAddr, req.Address), nil); err != nil {
+			return rest.ErrorResponse(fmt.Errorf("open the host firewall to the joining node: %w", err))
+		}
+	}
 	return rest.SyncResponse(resp)
 }
 
@@ -91,6 +100,21 @@ func (s *Service) postJoinComplete(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	return rest.SyncResponse(m)
+}
+
+// joinerAddresses are the IP addresses of a join request's peer (host:port) and of the
+// API address it gave (host:port), without duplicates (pure).
+func joinerAddresses(remote, stated string) []string {
+	var out []string
+	for _, a := range []string{remote, stated} {
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			a = h
+		}
+		if ip := net.ParseIP(a); ip != nil && !slices.Contains(out, ip.String()) {
+			out = append(out, ip.String())
+		}
+	}
+	return out
 }
 
 func peerCert(r *http.Request) *x509.Certificate {

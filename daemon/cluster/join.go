@@ -200,6 +200,10 @@ type Service struct {
 	// Hostname, when set, is this host's OS hostname, which a joining host's must differ
 	// from (nil: os.Hostname).
 	Hostname func() string
+	// Peers, when set, opens the host firewall to addresses (add: a joiner whose join was
+	// accepted, before it gets its Kubernetes credential) or closes it (remove: a removed
+	// member's).
+	Peers func(ctx context.Context, add, remove []string) error
 
 	versions versions
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -112,7 +113,8 @@ func (s *Service) deleteMember(r *http.Request) rest.Response {
 	if force != "" && force != "true" && force != "1" && force != "false" && force != "0" {
 		return rest.ErrorResponse(errorf(ErrInvalid, "force=%q, want true or false", force))
 	}
-	if _, err := s.DB.GetMember(r.Context(), name); errors.Is(err, store.ErrNotFound) {
+	m, err := s.DB.GetMember(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
 		return rest.ErrorResponse(errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name))
 	} else if err != nil {
 		return rest.ErrorResponse(err)
@@ -126,7 +128,21 @@ func (s *Service) deleteMember(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	s.versions.forget(name)
+	if s.Peers != nil {
+		if err := s.Peers(r.Context(), nil, []string{m.Address}); err != nil {
+			slog.Error("close the host firewall to a removed member", "member", name, "err", err)
+		}
+	}
 	return rest.EmptySyncResponse
+}
+
+// FetchMembers asks the cluster at addr, as the member holding id, for its members.
+func FetchMembers(ctx context.Context, id *MemberIdentity, addr string) ([]api.Member, error) {
+	var out []api.Member
+	err := callAddress(Fingerprint(id.CA), addr, &id.Cert, func(c *client.Client) error {
+		return c.Query(ctx, http.MethodGet, "cluster/members", nil, &out)
+	})
+	return out, err
 }
 
 // SendHeartbeat tells the cluster at addr that this member (name, holding id) is alive,

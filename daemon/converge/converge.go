@@ -214,12 +214,13 @@ func (s *Service) Plan(dec preflight.Decisions, withCloud bool, detail func(stri
 	return steps
 }
 
-// nodeSteps start the embedded Kubernetes server, wait for its node (detail says why it
-// is not ready yet) and label it with every role (a single node is everything).
+// nodeSteps start the embedded Kubernetes server once the host firewall is in place, wait
+// for its node (detail says why it is not ready yet) and label it with every role (a
+// single node is everything).
 func (s *Service) nodeSteps(detail func(string)) []bootstrap.Step {
 	n := s.st.Node
 	return []bootstrap.Step{
-		{Name: "kubernetes", Run: n.EnsureServer},
+		{Name: "kubernetes", Needs: []string{StepFirewall}, Run: n.EnsureServer},
 		{Name: "kubernetes-node", Needs: []string{"kubernetes"}, Run: func(ctx context.Context) (bool, string, error) { return WaitNodeReady(ctx, n, detail) }},
 		{Name: "node-roles", Needs: []string{"kubernetes-node"}, Run: func(ctx context.Context) (bool, string, error) {
 			cs, err := n.Admin()

@@ -18,13 +18,14 @@ import (
 	"github.com/osdcloud/osd/netsetup"
 )
 
-// HostSteps are the idempotent steps that prepare this host (KVM permissions, Open
-// vSwitch, the external network, libvirt, the volume group), in order; only those named
+// HostSteps are the idempotent steps that prepare this host (osd's host firewall, KVM
+// permissions, Open vSwitch, the external network, libvirt, the volume group), in order; only those named
 // in want when it is not nil (a joining node prepares what its roles need, JoinSteps).
 func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) []bootstrap.Step {
 	ovs := netsetup.DefaultOVSConfig()
 	ovs.Datapath = dec.OVSDatapath
 	all := []bootstrap.Step{
+		{Name: StepFirewall, Run: func(ctx context.Context) (bool, string, error) { return firewall(ctx, st) }},
 		{Name: "kvm-permissions", Run: func(ctx context.Context) (bool, string, error) {
 			changed, err := hypervisor.EnsureKVMPermissions("/dev/kvm")
 			return changed, "virt_type " + dec.VirtType + ": " + dec.VirtTypeReason, err
@@ -89,6 +90,10 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 	}
 	return out
 }
+
+// StepFirewall is the host firewall's step: Kubernetes starts after it (a node's
+// internals are never open while the daemon prepares the host).
+const StepFirewall = "firewall"
 
 // externalNetwork is the external-network step: br-ex and the network behind it, as the
 // last osd init asked for.

@@ -249,6 +249,10 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if err := s.saveJoin(ctx, *rec); err != nil {
 		return rest.ErrorResponse(err)
 	}
+	// This host's firewall (made by the join's first step) trusts the cluster's nodes.
+	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{server}, tok.Addresses...), nil); err != nil {
+		return rest.ErrorResponse(err)
+	}
 	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", rec.Roles)
 	op := s.startJoin(*rec)
 	return rest.AsyncResponse("/1.0/operations/"+op, s.joinStatus(rec))
@@ -371,11 +375,11 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 }
 
 // JoinSteps names the host preparation steps of the init plan a node with roles needs
-// (pure): compute needs KVM, Open vSwitch, its tunnel endpoint and libvirt; network Open
-// vSwitch, the tunnel endpoint and the external network; storage the volume group;
-// control nothing on the host.
+// (pure): every node the host firewall (before its agent starts); compute KVM, Open
+// vSwitch, its tunnel endpoint and libvirt; network Open vSwitch, the tunnel endpoint and
+// the external network; storage the volume group; control nothing more on the host.
 func JoinSteps(roles []string) map[string]bool {
-	want := map[string]bool{}
+	want := map[string]bool{converge.StepFirewall: true}
 	for _, r := range roles {
 		switch r {
 		case api.RoleCompute:
@@ -423,7 +427,13 @@ func (s *Service) plan(dec preflight.Decisions, rec Record) []bootstrap.Step {
 			defer cancel()
 			return n.WaitReady(ctx)
 		}},
-		bootstrap.Step{Name: "cluster-member", Needs: needs["cluster-member"], Run: func(ctx context.Context) (bool, string, error) { return s.completeJoin(ctx) }},
+		bootstrap.Step{Name: "cluster-member", Needs: needs["cluster-member"], Run: func(ctx context.Context) (bool, string, error) {
+			changed, detail, err := s.completeJoin(ctx)
+			if err == nil {
+				s.refreshFirewallPeers(ctx, &rec) // as a member it may list the members now
+			}
+			return changed, detail, err
+		}},
 		bootstrap.Step{Name: "images", Needs: needs["images"], Run: func(ctx context.Context) (bool, string, error) {
 			return s.syncImages(ctx, rec, func(string) {})
 		}},
@@ -526,6 +536,9 @@ func (s *Service) startHeartbeats() {
 			rec, err := s.loadJoin()
 			if err == nil && rec != nil {
 				err = s.heartbeat(ctx, rec)
+				if err == nil && beat%imageSyncBeats == 0 {
+					s.refreshFirewallPeers(ctx, rec)
+				}
 				if err == nil && beat%imageSyncBeats == imageSyncBeats-1 {
 					s.syncImagesInBackground(rec)
 				}
@@ -582,6 +595,36 @@ func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
 		}
 	}
 	return cluster.SendHeartbeat(hctx, id, rec.Server, rec.Name, api.Version, held)
+}
+
+// refreshFirewallPeers makes this host's firewall trust the cluster's members as the
+// cluster lists them now (a node that joined since, one that was removed), their Geneve
+// endpoints (a node's tunnel address can be another than its API address, and is then
+// also where its connections to this node come from), and the cluster's addresses this
+// node joined through. It runs once the join completed, at the first heartbeat and then
+// about once a minute.
+func (s *Service) refreshFirewallPeers(ctx context.Context, rec *Record) {
+	id, err := cluster.LoadMemberIdentity(s.identityDir())
+	if err != nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ms, err := cluster.FetchMembers(fctx, id, rec.Server)
+	if err != nil {
+		slog.Warn("list the cluster's members for the firewall", "err", err)
+		return
+	}
+	peers := append([]string{rec.Server}, rec.Addresses...)
+	for _, m := range ms {
+		peers = append(peers, m.Address)
+		if f := strings.Fields(m.Tunnel); len(f) > 0 {
+			peers = append(peers, f[len(f)-1]) // "geneve 10.0.0.2"
+		}
+	}
+	if err := converge.UpdateFirewallPeers(ctx, s.st, peers, nil, nil); err != nil {
+		slog.Warn("firewall peers", "err", err)
+	}
 }
 
 // imageSyncBeats is how many heartbeats pass between two image syncs with the cluster: an

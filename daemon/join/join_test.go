@@ -41,11 +41,11 @@ func TestJoinSteps(t *testing.T) {
 		roles []string
 		want  []string
 	}{
-		{[]string{"control"}, nil},
-		{[]string{"compute"}, []string{"kvm-permissions", "libvirt", "openvswitch", "tunnel"}},
-		{[]string{"network"}, []string{"external-network", "openvswitch", "tunnel"}},
-		{[]string{"storage"}, []string{"volume-group"}},
-		{[]string{"compute", "network"}, []string{"external-network", "kvm-permissions", "libvirt", "openvswitch", "tunnel"}},
+		{[]string{"control"}, []string{"firewall"}},
+		{[]string{"compute"}, []string{"firewall", "kvm-permissions", "libvirt", "openvswitch", "tunnel"}},
+		{[]string{"network"}, []string{"external-network", "firewall", "openvswitch", "tunnel"}},
+		{[]string{"storage"}, []string{"firewall", "volume-group"}},
+		{[]string{"compute", "network"}, []string{"external-network", "firewall", "kvm-permissions", "libvirt", "openvswitch", "tunnel"}},
 	} {
 		var got []string
 		for k := range JoinSteps(c.roles) {
@@ -59,15 +59,15 @@ func TestJoinSteps(t *testing.T) {
 }
 
 // TestJoinPlanSkipsHostServices checks the plan a control node runs: no Open vSwitch, no
-// libvirt, nothing on the host but its Kubernetes agent.
+// libvirt, nothing on the host but its firewall and its Kubernetes agent.
 func TestJoinPlanSkipsHostServices(t *testing.T) {
 	s := &Service{st: &state.State{Cfg: state.Config{StateDir: t.TempDir()}}}
 	for _, c := range []struct {
 		roles []string
 		want  []string
 	}{
-		{[]string{"control"}, []string{"kubernetes-agent", "kubernetes-node", "cluster-member", "images"}},
-		{[]string{"compute", "network"}, []string{"kvm-permissions", "openvswitch", "external-network", "tunnel", "libvirt",
+		{[]string{"control"}, []string{"firewall", "kubernetes-agent", "kubernetes-node", "cluster-member", "images"}},
+		{[]string{"compute", "network"}, []string{"firewall", "kvm-permissions", "openvswitch", "external-network", "tunnel", "libvirt",
 			"kubernetes-agent", "kubernetes-node", "cluster-member", "images"}},
 	} {
 		var got []string
@@ -94,7 +94,7 @@ func TestJoinPlanOrder(t *testing.T) {
 		needs[step.Name] = step.Needs
 	}
 	for step, want := range map[string][]string{
-		"kubernetes-agent": {"kvm-permissions", "openvswitch", "tunnel", "libvirt"},
+		"kubernetes-agent": {"firewall", "kvm-permissions", "openvswitch", "tunnel", "libvirt"},
 		"kubernetes-node":  {"kubernetes-agent"},
 		"cluster-member":   {"kubernetes-node"},
 		"images":           {"cluster-member"},

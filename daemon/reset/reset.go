@@ -72,6 +72,12 @@ func Reset(ctx context.Context, cfg state.Config, out io.Writer) error {
 	for _, r := range rep.Removed {
 		fmt.Fprintf(out, "removed %s\n", r)
 	}
+	// The host firewall goes once nothing of the cloud listens any more.
+	if removed, err := netsetup.DeleteFirewall(""); err != nil {
+		errs = append(errs, fmt.Errorf("host firewall: %w", err))
+	} else if removed {
+		fmt.Fprintf(out, "removed nftables table inet %s\n", netsetup.FilterTable)
+	}
 
 	// The state dir goes last: it held what the steps above needed to know.
 	for _, d := range []string{cfg.RunDir, cfg.StateDir} {

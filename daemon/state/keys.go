@@ -32,6 +32,14 @@ const (
 	// KeyTunnelWanted is the tunnel interface osd init or osd join asked for: an interface
 	// name, "auto" (the one holding the node's address) or "none"/"" (no tunnel bridge).
 	KeyTunnelWanted Key = "host.tunnel_interface"
+	// KeyFirewallPeers are the addresses the host firewall trusts beside this host's and
+	// the members' in the store (JSON list): on the cluster, nodes whose join it accepted;
+	// on a joined node, the cluster's members as it last heard of them.
+	KeyFirewallPeers Key = "host.firewall_peers"
+	// KeyFirewall is "true" once this daemon's firewall step put the host firewall in
+	// place: only then do changes of the peers touch the kernel (a test's daemon, which
+	// never ran the step, leaves the host's firewall alone).
+	KeyFirewall Key = "host.firewall"
 	// KeyJoin is this node's join: JoinJoining, JoinMember or JoinRemoved.
 	KeyJoin Key = "join.state"
 	// KeyStorageWanted and KeyStorageSizeWanted are what osd init asked for (--storage,
