@@ -597,7 +597,7 @@ func TestNovaConfig(t *testing.T) {
 			"DEFAULT": {"compute_driver": "libvirt.LibvirtDriver", "reserved_host_memory_mb": "512", "cpu_allocation_ratio": "4",
 				"ram_allocation_ratio": "1.5", "instances_path": "/var/lib/nova/instances"},
 			"libvirt":    {"virt_type": "qemu", "cpu_mode": "none", "images_type": "default", "connection_uri": "qemu:///system"},
-			"vnc":        {"server_listen": "0.0.0.0", "server_proxyclient_address": "$my_ip"},
+			"vnc":        {"server_listen": "$my_ip", "server_proxyclient_address": "$my_ip"},
 			"os_vif_ovs": {"ovsdb_connection": "unix:/run/openvswitch/db.sock"},
 		},
 	}

@@ -3,6 +3,7 @@
 {{- $secretEnv := list
       (dict "name" "NEUTRON_DB_PASSWORD" "secret" "neutron-db" "key" "password")
       (dict "name" "NEUTRON_KEYSTONE_PASSWORD" "secret" "neutron-keystone" "key" "password")
+      (dict "name" "NEUTRON_MEMCACHE_SECRET_KEY" "secret" "neutron-keystone" "key" "memcache-secret-key")
       (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
       (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password")
       (dict "name" "METADATA_SECRET" "secret" "metadata-proxy" "key" "shared-secret") -}}

@@ -13,6 +13,7 @@
 {{- $secretEnv := list
       (dict "name" "NOVA_DB_PASSWORD" "secret" "nova-db" "key" "password")
       (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
+      (dict "name" "NOVA_MEMCACHE_SECRET_KEY" "secret" "nova-keystone" "key" "memcache-secret-key")
       (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password")
       (dict "name" "METADATA_SECRET" "secret" "metadata-proxy" "key" "shared-secret") -}}
 {{- toJson (dict "image" "openstack" "configSecret" "nova-config" "secretEnv" $secretEnv) -}}
