@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,5 +168,99 @@ func TestVNCListensOnNodeAddress(t *testing.T) {
 	}
 	if ctl := r.secrets["nova-config"]; ctl == nil || strings.Contains(ctl.StringData["nova.conf"], "server_listen") {
 		t.Errorf("nova-config's nova.conf sets server_listen (only nova-compute's QEMU listens)")
+	}
+}
+
+// TestRabbitMQUserPerService checks that every service using RPC has a RabbitMQ user and
+// vhost of its own, whose password deploy generates into <service>-rabbitmq, and that no
+// one user has rights everywhere: the rabbitmq chart makes the users (passwords on
+// rabbitmqctl's standard input) and deletes the shared one; each service's transport_url
+// names its user and vhost and is filled from its own Secret.
+func TestRabbitMQUserPerService(t *testing.T) {
+	generated := map[string]bool{}
+	for _, s := range deploy.DefaultSecrets() {
+		for k := range s.Keys {
+			generated[s.Name+"/"+k] = true
+		}
+	}
+	users := []string{"nova", "neutron", "cinder", "heat"}
+	r := renderWorkloads(t, "rabbitmq", deploy.DeploymentSpec{Images: testImages})
+	pod, ok := r.pods["StatefulSet/rabbitmq"]
+	if !ok {
+		t.Fatalf("rabbitmq renders no StatefulSet rabbitmq")
+	}
+	c := containerByName(pod.Containers, "rabbitmq")
+	script := hhScript(t, c)
+	for _, u := range users {
+		name := "RABBITMQ_PASSWORD_" + strings.ToUpper(u)
+		e := envByName(c, name)
+		if e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != u+"-rabbitmq" || e.ValueFrom.SecretKeyRef.Key != "password" {
+			t.Errorf("rabbitmq env %s = %+v, want Secret %s-rabbitmq key password", name, e, u)
+		}
+		if !generated[u+"-rabbitmq/password"] {
+			t.Errorf("deploy.DefaultSecrets() lacks %s-rabbitmq/password", u)
+		}
+		for _, want := range []string{
+			"rabbitmqctl -q add_vhost " + u + "\n",
+			`printf '%s\n' "$` + name + `" | rabbitmqctl -q add_user ` + u + " ",
+			`printf '%s\n' "$` + name + `" | rabbitmqctl -q change_password ` + u + "\n",
+			"rabbitmqctl -q set_permissions -p " + u + " " + u + ` ".*" ".*" ".*"` + "\n",
+		} {
+			if !strings.Contains(script, want) {
+				t.Errorf("rabbitmq script lacks %q:\n%s", want, script)
+			}
+		}
+	}
+	for _, want := range []string{"rabbitmqctl -q delete_user openstack ", "rabbitmqctl -q delete_user guest "} {
+		if !strings.Contains(script, want) {
+			t.Errorf("rabbitmq script lacks %q", want)
+		}
+	}
+	if strings.Contains(script, "set_permissions -p / ") || envByName(c, "RABBITMQ_PASSWORD") != nil {
+		t.Errorf("rabbitmq still sets up a shared user on vhost /:\n%s", script)
+	}
+
+	for _, chart := range []string{"nova", "neutron", "cinder", "heat", "keystone", "glance", "placement"} {
+		t.Run(chart, func(t *testing.T) {
+			r := renderWorkloads(t, chart, hardeningSpec(deploy.StorageCeph))
+			var urls []string
+			for _, s := range r.secrets {
+				for _, data := range s.StringData {
+					for _, l := range strings.Split(data, "\n") {
+						if strings.HasPrefix(l, "transport_url = ") {
+							urls = append(urls, strings.TrimPrefix(l, "transport_url = "))
+						}
+					}
+				}
+			}
+			if !slices.Contains(users, chart) {
+				if len(urls) != 0 {
+					t.Errorf("%s configs set transport_url %v, want none (it uses no RPC)", chart, urls)
+				}
+				return
+			}
+			placeholder := strings.ToUpper(chart) + "_RABBITMQ_PASSWORD"
+			want := "rabbit://" + chart + ":@@" + placeholder + "@@@rabbitmq.openstack.svc:5672/" + chart
+			if len(urls) == 0 {
+				t.Errorf("%s configs set no transport_url", chart)
+			}
+			for _, u := range urls {
+				if u != want {
+					t.Errorf("%s transport_url = %q, want %q", chart, u, want)
+				}
+			}
+			for pname, pod := range r.pods {
+				for _, c := range podContainers(pod) {
+					for _, e := range c.Env {
+						if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "rabbitmq-credentials" {
+							t.Errorf("%s %s env %s uses the shared rabbitmq-credentials", pname, c.Name, e.Name)
+						}
+						if e.Name == placeholder && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != chart+"-rabbitmq") {
+							t.Errorf("%s %s env %s = %+v, want Secret %s-rabbitmq", pname, c.Name, e.Name, e, chart)
+						}
+					}
+				}
+			}
+		})
 	}
 }

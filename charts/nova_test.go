@@ -569,7 +569,7 @@ func TestNovaConfig(t *testing.T) {
 	auth := map[string]string{"auth_type": "password", "auth_url": ks, "username": "nova", "password": "@@NOVA_KEYSTONE_PASSWORD@@",
 		"project_name": "service", "user_domain_name": "Default", "project_domain_name": "Default"}
 	common := map[string]map[string]string{
-		"DEFAULT":      {"transport_url": "rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/", "state_path": "/var/lib/nova"},
+		"DEFAULT":      {"transport_url": "rabbit://nova:@@NOVA_RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/nova", "state_path": "/var/lib/nova"},
 		"placement":    {"region_name": "RegionOne", "valid_interfaces": "internal"},
 		"neutron":      {"region_name": "RegionOne", "valid_interfaces": "internal"},
 		"glance":       {"valid_interfaces": "internal"},

@@ -46,6 +46,13 @@ func DefaultSecrets() []SecretSpec {
 	return append([]SecretSpec{
 		{Name: "mariadb-root", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "rabbitmq-credentials", Keys: map[string]KeyFormat{"password": FormatHex, "erlang-cookie": FormatHex}},
+		// One RabbitMQ user per service that uses RPC (the rabbitmq chart's users, each
+		// with a vhost of its own); rabbitmq-credentials' password is the user all shared
+		// before (no chart uses it now), its erlang-cookie the node's cookie.
+		{Name: "nova-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "neutron-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "cinder-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "heat-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "keystone-db", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "keystone-admin", Keys: map[string]KeyFormat{"password": FormatHex}},
 		// Keystone key repositories: "0" is the staged key, "1" the primary (keystone's layout).
