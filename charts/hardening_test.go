@@ -202,7 +202,7 @@ func TestRabbitMQUserPerService(t *testing.T) {
 		}
 		for _, want := range []string{
 			"rabbitmqctl -q add_vhost " + u + "\n",
-			`printf '%s\n' "$` + name + `" | rabbitmqctl -q add_user ` + u + " ",
+			`printf '%s\n' "$` + name + `" | rabbitmqctl -q add_user ` + u + " >/dev/null\n",
 			`printf '%s\n' "$` + name + `" | rabbitmqctl -q change_password ` + u + "\n",
 			"rabbitmqctl -q set_permissions -p " + u + " " + u + ` ".*" ".*" ".*"` + "\n",
 		} {
@@ -211,7 +211,7 @@ func TestRabbitMQUserPerService(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"rabbitmqctl -q delete_user openstack ", "rabbitmqctl -q delete_user guest "} {
+	for _, want := range []string{"rabbitmqctl -q delete_user openstack;", "rabbitmqctl -q delete_user guest;"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("rabbitmq script lacks %q", want)
 		}
