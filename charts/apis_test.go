@@ -643,6 +643,14 @@ func runRenderScript(t *testing.T, render *corev1.Container, files, values map[s
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("config-render: %v\n%s", err, b)
 	}
+	// The sed script holding the values is gone: only the rendered files stay.
+	if ents, err := os.ReadDir(conf); err == nil {
+		for _, e := range ents {
+			if _, ok := files[e.Name()]; !ok {
+				t.Errorf("config-render left %s in the config volume", e.Name())
+			}
+		}
+	}
 	return conf
 }
 

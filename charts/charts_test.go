@@ -325,7 +325,7 @@ func TestKeystone(t *testing.T) {
 			t.Errorf("uwsgi.ini lacks %q:\n%s", want, uw)
 		}
 	}
-	if strings.Contains(out, "@@DB_PASSWORD@@") == false || strings.Count(out, "s|@@DB_PASSWORD@@|${DB_PASSWORD}|g") < 2 {
+	if strings.Contains(out, "@@DB_PASSWORD@@") == false || strings.Count(out, `printf 's|@@%s@@|%s|g\n' DB_PASSWORD "${DB_PASSWORD}" >> "$script"`) < 2 {
 		t.Errorf("keystone manifests lack the DB_PASSWORD placeholder and its render step")
 	}
 	for _, want := range []string{"nodePort: 30500", "db_sync", "--bootstrap-admin-url", "http://keystone-api.openstack.svc:5000/v3", "OS_BOOTSTRAP_PASSWORD", "secretName: keystone-fernet-keys", "CREATE DATABASE IF NOT EXISTS"} {

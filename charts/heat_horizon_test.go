@@ -394,7 +394,7 @@ func TestHeatChart(t *testing.T) {
 		}
 		ini := hhParseINI(t, conf["heat.conf"])
 		for _, kv := range []struct{ section, key, want string }{
-			{"DEFAULT", "transport_url", "rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/"},
+			{"DEFAULT", "transport_url", "rabbit://heat:@@HEAT_RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/heat"},
 			{"DEFAULT", "num_engine_workers", "1"},
 			{"DEFAULT", "stack_user_domain_name", "heat"},
 			{"DEFAULT", "stack_domain_admin", "heat_domain_admin"},

@@ -569,7 +569,7 @@ func TestNovaConfig(t *testing.T) {
 	auth := map[string]string{"auth_type": "password", "auth_url": ks, "username": "nova", "password": "@@NOVA_KEYSTONE_PASSWORD@@",
 		"project_name": "service", "user_domain_name": "Default", "project_domain_name": "Default"}
 	common := map[string]map[string]string{
-		"DEFAULT":      {"transport_url": "rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/", "state_path": "/var/lib/nova"},
+		"DEFAULT":      {"transport_url": "rabbit://nova:@@NOVA_RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/nova", "state_path": "/var/lib/nova"},
 		"placement":    {"region_name": "RegionOne", "valid_interfaces": "internal"},
 		"neutron":      {"region_name": "RegionOne", "valid_interfaces": "internal"},
 		"glance":       {"valid_interfaces": "internal"},
@@ -597,7 +597,7 @@ func TestNovaConfig(t *testing.T) {
 			"DEFAULT": {"compute_driver": "libvirt.LibvirtDriver", "reserved_host_memory_mb": "512", "cpu_allocation_ratio": "4",
 				"ram_allocation_ratio": "1.5", "instances_path": "/var/lib/nova/instances"},
 			"libvirt":    {"virt_type": "qemu", "cpu_mode": "none", "images_type": "default", "connection_uri": "qemu:///system"},
-			"vnc":        {"server_listen": "0.0.0.0", "server_proxyclient_address": "$my_ip"},
+			"vnc":        {"server_listen": "$my_ip", "server_proxyclient_address": "$my_ip"},
 			"os_vif_ovs": {"ovsdb_connection": "unix:/run/openvswitch/db.sock"},
 		},
 	}
@@ -1041,12 +1041,19 @@ func TestNovaInDebianImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The pods mount the rendered file at /etc/nova/nova.conf (subPath of the config volume).
-	if err := os.WriteFile(filepath.Join(root, "etc/nova/nova.conf"), rendered, 0o640); err != nil {
-		t.Fatal(err)
+	writeConf := func(data []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(root, "etc/nova/nova.conf"), data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(root, "etc/nova/nova.conf"), 0, 64060); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Chown(filepath.Join(root, "etc/nova/nova.conf"), 0, 64060); err != nil {
-		t.Fatal(err)
-	}
+	writeConf(rendered)
+	// As made before each service had a RabbitMQ user of its own (all shared openstack on /).
+	oldURL := "rabbit://openstack:0123abcd@rabbitmq.openstack.svc:5672/"
+	oldConf := regexp.MustCompile(`(?m)^transport_url = .*$`).ReplaceAll(rendered, []byte("transport_url = "+oldURL))
 
 	// run runs a container's command in the image as the nova user; timeout 0 = none.
 	const enter = `set -e
@@ -1089,9 +1096,15 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 	if out, err := step(conductor, "wait-db", 20*time.Second); err == nil || !strings.Contains(out, "waiting for the nova-init Job") {
 		t.Errorf("wait-db before the db syncs = %v\n%s\nwant it waiting", err, tail(out, 5))
 	}
-	// Twice: a re-run of the Job migrates nothing and keeps the one cell1.
+	// Twice: a re-run of the Job migrates nothing and keeps the one cell1. The first run
+	// with the shared RabbitMQ user's transport_url, as on a cloud made before: the second
+	// points cell1 at the config's (the API reaches the computes through the mapping).
 	for i := 0; i < 2; i++ {
+		writeConf([][]byte{oldConf, rendered}[i])
 		out := mustStep(job, "db-setup")
+		if updated := strings.Contains(out, "cell_v2 update_cell: cell1's transport_url set to this config's"); updated != (i == 1) {
+			t.Errorf("db-setup run %d updated cell1's transport_url: %v, want %v:\n%s", i+1, updated, i == 1, tail(out, 10))
+		}
 		for _, done := range []string{"api_db sync: done", "cell_v2 map_cell0: done", "db sync: done"} {
 			if !strings.Contains(out, done) {
 				t.Errorf("db-setup run %d does not say %q:\n%s", i+1, done, tail(out, 10))
@@ -1127,7 +1140,8 @@ exec chroot --userspec=64060:64060 "$r" "$@"
 		t.Fatalf("list_cells: %v\n%s", err, b)
 	}
 	cells := string(b)
-	if strings.Count(cells, "| cell1 ") != 1 || strings.Count(cells, "| cell0 ") != 1 || !strings.Contains(cells, "@rabbitmq.openstack.svc:5672/") {
+	if strings.Count(cells, "| cell1 ") != 1 || strings.Count(cells, "| cell0 ") != 1 || !strings.Contains(cells, "rabbit://nova:") ||
+		!strings.Contains(cells, "@rabbitmq.openstack.svc:5672/nova ") || strings.Contains(cells, oldURL) {
 		t.Errorf("cells after two runs =\n%s\nwant one cell0 and one cell1 with the rendered transport_url", cells)
 	}
 

@@ -261,7 +261,7 @@ func TestNeutronChart(t *testing.T) {
 	}
 	conf := typed["Secret/neutron-config"].(*corev1.Secret).StringData
 	for file, wants := range map[string][]string{
-		"neutron.conf": {"core_plugin = ml2\n", "service_plugins = ovn-router,trunk\n", "transport_url = rabbit://openstack:@@RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/\n",
+		"neutron.conf": {"core_plugin = ml2\n", "service_plugins = ovn-router,trunk\n", "transport_url = rabbit://neutron:@@NEUTRON_RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/neutron\n",
 			"connection = mysql+pymysql://neutron:@@NEUTRON_DB_PASSWORD@@@mariadb.openstack.svc/neutron\n", "[nova]\n", "password = @@NOVA_KEYSTONE_PASSWORD@@\n"},
 		"ml2_conf.ini": {"mechanism_drivers = ovn\n", "tenant_network_types = geneve\n", "flat_networks = physnet1\n",
 			"ovn_nb_connection = tcp:10.43.0.41:6641\n", "ovn_sb_connection = tcp:10.43.0.42:6642\n", "ovn_metadata_enabled = true\n"},

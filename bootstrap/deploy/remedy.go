@@ -143,7 +143,7 @@ func readOnly(c Crash) string {
 // network), through the socket with no account.
 func mariadbRestore(c Crash, what, options, levels string) string {
 	d := c.dir()
-	dump := `sh -c 'exec mariadb-dump -h127.0.0.1 -uroot -p"$ROOT_PASSWORD" --all-databases --force --flush-privileges'`
+	dump := `sh -c 'MYSQL_PWD="$ROOT_PASSWORD" exec mariadb-dump -h127.0.0.1 -uroot --all-databases --force --flush-privileges'`
 	if strings.Contains(options, "--skip-grant-tables") {
 		dump = "mariadb-dump --all-databases --force --flush-privileges"
 	}
@@ -155,7 +155,7 @@ func mariadbRestore(c Crash, what, options, levels string) string {
 		"then osd status shows the services coming back.",
 		what, c.where(), d, d, options, d, c.restart(), levels,
 		c.kubectl("exec "+c.Pod+" -c "+c.Container+" -- "+dump),
-		d, d, c.restart(), c.kubectl("exec -i "+c.Pod+" -c "+c.Container+` -- sh -c 'exec mariadb -h127.0.0.1 -uroot -p"$ROOT_PASSWORD"'`))
+		d, d, c.restart(), c.kubectl("exec -i "+c.Pod+" -c "+c.Container+` -- sh -c 'MYSQL_PWD="$ROOT_PASSWORD" exec mariadb -h127.0.0.1 -uroot'`))
 }
 
 func innodbRedo(c Crash) string {
@@ -178,7 +178,7 @@ func ariaLog(c Crash) string {
 	return fmt.Sprintf("MariaDB's Aria crash-recovery log is damaged. %smove it aside: a=%s/aria-log.aside-$(date +%%Y%%m%%d%%H%%M%%S); mkdir \"$a\" && mv %s/aria_log_control %s/aria_log.0* \"$a\", then restart the pod: %s. "+
 		"Cost: changes to Aria tables not yet written when it stopped are lost (Aria holds MariaDB's own mysql.* tables; OpenStack's tables are InnoDB and keep their data). "+
 		"After: %s.",
-		c.where(), d, d, d, c.restart(), c.kubectl("exec "+c.Pod+" -c "+c.Container+` -- sh -c 'exec mariadb-check -h127.0.0.1 -uroot -p"$ROOT_PASSWORD" --all-databases --auto-repair'`))
+		c.where(), d, d, d, c.restart(), c.kubectl("exec "+c.Pod+" -c "+c.Container+` -- sh -c 'MYSQL_PWD="$ROOT_PASSWORD" exec mariadb-check -h127.0.0.1 -uroot --all-databases --auto-repair'`))
 }
 
 func rabbitStore(c Crash) string {

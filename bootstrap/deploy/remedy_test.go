@@ -3,6 +3,7 @@ package deploy
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -22,6 +23,9 @@ func crashLog(t *testing.T, name string) string {
 	return string(b)
 }
 
+// passwordArg is a password option of the MariaDB and RabbitMQ clients.
+var passwordArg = regexp.MustCompile(`(^|\s)(-p\S|--password\b)`)
+
 func TestDiagnose(t *testing.T) {
 	const mdb, rmq, ovn = "/var/lib/osd/volumes/mariadb", "/var/lib/osd/volumes/rabbitmq", "/var/lib/osd/volumes/ovn"
 	crash := func(release, pod, container, dir, log string) Crash {
@@ -36,9 +40,9 @@ func TestDiagnose(t *testing.T) {
 	}{
 		{"redo log header", maria(crashLog(t, "mariadb-redo-header-corrupt.log")), "InnoDB: Invalid log header checksum",
 			[]string{"cp -a " + mdb + " " + mdb + ".backup-", "echo '--innodb-force-recovery=6' > " + mdb + "/osd-recovery-options && osd kubectl -n openstack delete pod mariadb-0",
-				`osd kubectl -n openstack exec mariadb-0 -c mariadb -- sh -c 'exec mariadb-dump -h127.0.0.1 -uroot -p"$ROOT_PASSWORD" --all-databases --force --flush-privileges' > mariadb-dump.sql`,
+				`osd kubectl -n openstack exec mariadb-0 -c mariadb -- sh -c 'MYSQL_PWD="$ROOT_PASSWORD" exec mariadb-dump -h127.0.0.1 -uroot --all-databases --force --flush-privileges' > mariadb-dump.sql`,
 				"mv " + mdb + " " + mdb + ".damaged-",
-				`osd kubectl -n openstack exec -i mariadb-0 -c mariadb -- sh -c 'exec mariadb -h127.0.0.1 -uroot -p"$ROOT_PASSWORD"' < mariadb-dump.sql`, "on node node1", "never discards"}},
+				`osd kubectl -n openstack exec -i mariadb-0 -c mariadb -- sh -c 'MYSQL_PWD="$ROOT_PASSWORD" exec mariadb -h127.0.0.1 -uroot' < mariadb-dump.sql`, "on node node1", "never discards"}},
 		{"redo log checkpoint", maria(crashLog(t, "mariadb-redo-checkpoint-missing.log")), "InnoDB: Missing FILE_CHECKPOINT(48084) at 48356", []string{"--innodb-force-recovery=6"}},
 		{"redo log empty", maria(crashLog(t, "mariadb-redo-empty.log")), "InnoDB: ib_logfile0 is empty, and LSN is unknown.", []string{"--innodb-force-recovery=6"}},
 		{"redo log missing", maria(crashLog(t, "mariadb-redo-missing.log")), "InnoDB: File ./ib_logfile0 was not found", []string{"--innodb-force-recovery=6"}},
@@ -46,7 +50,7 @@ func TestDiagnose(t *testing.T) {
 		{"table file", maria(crashLog(t, "mariadb-table-corrupt.log")), "InnoDB: Inconsistent tablespace ID in ./nova/t.ibd", []string{"--innodb-force-recovery=1"}},
 		{"aria control file", maria(crashLog(t, "mariadb-aria-control-corrupt.log")),
 			"mariadbd: Got error 'Missing valid id at start of file. File is not a valid aria control file' when trying to use aria control file '/data/ariactl/aria_log_control'",
-			[]string{"mv " + mdb + "/aria_log_control " + mdb + "/aria_log.0*", "mariadb-check -h127.0.0.1 -uroot -p\"$ROOT_PASSWORD\" --all-databases --auto-repair", "OpenStack's tables are InnoDB"}},
+			[]string{"mv " + mdb + "/aria_log_control " + mdb + "/aria_log.0*", "MYSQL_PWD=\"$ROOT_PASSWORD\" exec mariadb-check -h127.0.0.1 -uroot --all-databases --auto-repair", "OpenStack's tables are InnoDB"}},
 		{"aria log", maria(crashLog(t, "mariadb-aria-log-corrupt.log")), "mariadbd: Aria engine: log initialization failed", []string{"aria-log.aside-"}},
 		{"privilege tables", maria(crashLog(t, "mariadb-privilege-table-corrupt.log")), "Fatal error: Can't open and lock privilege tables: Incorrect file format 'db'",
 			[]string{"echo '--skip-grant-tables --skip-networking' > " + mdb + "/osd-recovery-options",
@@ -82,6 +86,11 @@ func TestDiagnose(t *testing.T) {
 			}
 			if tt.cause != "" && d.Cause != tt.cause {
 				t.Errorf("Diagnose(%s).Cause = %q, want %q", tt.name, d.Cause, tt.cause)
+			}
+			// A command a human pastes must not put a password in its arguments
+			// (/proc/PID/cmdline is readable by every local user): environment only.
+			if m := passwordArg.FindString(d.Remedy); m != "" {
+				t.Errorf("Diagnose(%s).Remedy passes a password as an argument (%q): %s", tt.name, m, d.Remedy)
 			}
 			for _, w := range tt.remedy {
 				if !strings.Contains(d.Remedy, w) {

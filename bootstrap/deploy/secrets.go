@@ -46,25 +46,34 @@ func DefaultSecrets() []SecretSpec {
 	return append([]SecretSpec{
 		{Name: "mariadb-root", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "rabbitmq-credentials", Keys: map[string]KeyFormat{"password": FormatHex, "erlang-cookie": FormatHex}},
+		// One RabbitMQ user per service that uses RPC (the rabbitmq chart's users, each
+		// with a vhost of its own); rabbitmq-credentials' password is the user all shared
+		// before (no chart uses it now), its erlang-cookie the node's cookie.
+		{Name: "nova-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "neutron-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "cinder-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "heat-rabbitmq", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "keystone-db", Keys: map[string]KeyFormat{"password": FormatHex}},
 		{Name: "keystone-admin", Keys: map[string]KeyFormat{"password": FormatHex}},
 		// Keystone key repositories: "0" is the staged key, "1" the primary (keystone's layout).
 		{Name: "keystone-fernet-keys", Keys: map[string]KeyFormat{"0": FormatFernet, "1": FormatFernet}},
 		{Name: "keystone-credential-keys", Keys: map[string]KeyFormat{"0": FormatFernet, "1": FormatFernet}},
-		// Glance and Placement: database users and Keystone service users.
+		// Glance and Placement: database users and Keystone service users. Every
+		// <service>-keystone also holds memcache-secret-key, the key keystonemiddleware
+		// encrypts and authenticates that service's token cache with (ENCRYPT).
 		{Name: "glance-db", Keys: map[string]KeyFormat{"password": FormatHex}},
-		{Name: "glance-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "glance-keystone", Keys: map[string]KeyFormat{"password": FormatHex, "memcache-secret-key": FormatHex}},
 		{Name: "placement-db", Keys: map[string]KeyFormat{"password": FormatHex}},
-		{Name: "placement-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "placement-keystone", Keys: map[string]KeyFormat{"password": FormatHex, "memcache-secret-key": FormatHex}},
 		// The rest of the cloud: Neutron (ML2/OVN), Nova, Heat, Horizon.
 		{Name: "neutron-db", Keys: map[string]KeyFormat{"password": FormatHex}},
-		{Name: "neutron-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "neutron-keystone", Keys: map[string]KeyFormat{"password": FormatHex, "memcache-secret-key": FormatHex}},
 		{Name: "nova-db", Keys: map[string]KeyFormat{"password": FormatHex}},
-		{Name: "nova-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "nova-keystone", Keys: map[string]KeyFormat{"password": FormatHex, "memcache-secret-key": FormatHex}},
 		// Shared by nova-api's metadata service and neutron's OVN metadata agent.
 		{Name: "metadata-proxy", Keys: map[string]KeyFormat{"shared-secret": FormatHex}},
 		{Name: "heat-db", Keys: map[string]KeyFormat{"password": FormatHex}},
-		{Name: "heat-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "heat-keystone", Keys: map[string]KeyFormat{"password": FormatHex, "memcache-secret-key": FormatHex}},
 		// heat_domain_admin (stack domain users) and the key Heat encrypts credentials with.
 		{Name: "heat-domain", Keys: map[string]KeyFormat{"password": FormatHex, "auth-encryption-key": FormatKey32}},
 		{Name: "horizon", Keys: map[string]KeyFormat{"secret-key": FormatHex}},

@@ -31,7 +31,7 @@ func storageSecrets() []SecretSpec {
 		{Name: "ceph-client-cinder", Keys: map[string]KeyFormat{"key": FormatCephx, "libvirt-uuid": FormatUUID}},
 		{Name: "ceph-client-cinder-backup", Keys: map[string]KeyFormat{"key": FormatCephx}},
 		{Name: "cinder-db", Keys: map[string]KeyFormat{"password": FormatHex}},
-		{Name: "cinder-keystone", Keys: map[string]KeyFormat{"password": FormatHex}},
+		{Name: "cinder-keystone", Keys: map[string]KeyFormat{"password": FormatHex, "memcache-secret-key": FormatHex}},
 	}
 }
 

@@ -58,7 +58,7 @@ func TestStorageSecrets(t *testing.T) {
 		"ceph-client-cinder":        {"key", "libvirt-uuid"},
 		"ceph-client-cinder-backup": {"key"},
 		"cinder-db":                 {"password"},
-		"cinder-keystone":           {"password"},
+		"cinder-keystone":           {"password", "memcache-secret-key"},
 	}
 	found := 0
 	for _, s := range DefaultSecrets() {

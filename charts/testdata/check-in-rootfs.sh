@@ -31,7 +31,7 @@ t=$(now)
 as mysql ROOT_PASSWORD=$ROOTPW /bin/sh -ec "$(cat $O/mariadb.sh)" > $S/mariadb.log 2>&1 &
 as memcache memcached $(cat $O/memcached.args) > $S/memcached.log 2>&1 &
 cp $O/rabbitmq.conf $O/rabbitmq-env.conf $R/etc/rabbitmq/
-as rabbitmq RABBITMQ_USER=openstack RABBITMQ_PASSWORD=$RABBITPW ERLANG_COOKIE=$COOKIE /bin/sh -ec "$(cat $O/rabbitmq.sh)" > $S/rabbitmq.log 2>&1 &
+as rabbitmq RABBITMQ_PASSWORD_NOVA=$RABBITPW RABBITMQ_PASSWORD_NEUTRON=$(hex) RABBITMQ_PASSWORD_CINDER=$(hex) RABBITMQ_PASSWORD_HEAT=$(hex) ERLANG_COOKIE=$COOKIE /bin/sh -ec "$(cat $O/rabbitmq.sh)" > $S/rabbitmq.log 2>&1 &
 
 echo "step db-create (twice: idempotent)"
 for i in 1 2; do
@@ -104,7 +104,11 @@ for i in $(seq 1 90); do
   sleep 1
 done
 as rabbitmq $(cat $O/rabbitmq.probe.shell) -c "$(cat $O/rabbitmq.probe)" >/dev/null || { tail -20 $S/rabbitmq.log; echo "FAIL: rabbitmq readiness"; exit 1; }
-as rabbitmq rabbitmqctl -q list_users | grep -q '^openstack' || { echo "FAIL: rabbitmq user"; exit 1; }
-echo "rabbitmq ready with user openstack"
+as rabbitmq rabbitmqctl -q list_users | grep -q '^nova' || { echo "FAIL: rabbitmq user"; exit 1; }
+as rabbitmq rabbitmqctl -q list_users | grep -q '^openstack' && { echo "FAIL: the shared user openstack is still there"; exit 1; }
+as rabbitmq rabbitmqctl -q authenticate_user nova "$RABBITPW" >/dev/null || { echo "FAIL: rabbitmq user nova does not authenticate with its password"; exit 1; }
+perms=$(as rabbitmq rabbitmqctl -s list_user_permissions nova | tr -s ' \t' ' ')
+[ "$perms" = "nova .* .* .*" ] || { echo "FAIL: nova's permissions: $perms, want .* in vhost nova only"; exit 1; }
+echo "rabbitmq ready with users nova, neutron, cinder, heat (each in its own vhost)"
 chroot $R mysqladmin --connect-timeout=3 ping >/dev/null
 echo "ALL OK"

@@ -26,7 +26,7 @@ as() { local u=$1; shift; chroot --userspec=$u:$u $R env HOME=/var/lib/$u "$@"; 
 fail() { echo "FAIL: $*"; exit 1; }
 
 cp $O/rabbitmq.conf $O/rabbitmq-env.conf $R/etc/rabbitmq/
-rabbit() { as rabbitmq RABBITMQ_USER=openstack RABBITMQ_PASSWORD=$RABBITPW ERLANG_COOKIE=$COOKIE timeout 300 /bin/sh -ec "$(cat $O/rabbitmq.sh)" >> $S/rabbitmq.log 2>&1; }
+rabbit() { as rabbitmq RABBITMQ_PASSWORD_NOVA=$RABBITPW RABBITMQ_PASSWORD_NEUTRON=$(hex) RABBITMQ_PASSWORD_CINDER=$(hex) RABBITMQ_PASSWORD_HEAT=$(hex) ERLANG_COOKIE=$COOKIE timeout 300 /bin/sh -ec "$(cat $O/rabbitmq.sh)" >> $S/rabbitmq.log 2>&1; }
 rabbit_ready() {
   for i in $(seq 1 150); do
     as rabbitmq $(cat $O/rabbitmq.probe.shell) -c "$(cat $O/rabbitmq.probe)" >/dev/null 2>&1 && return 0
@@ -51,10 +51,10 @@ rabbit & pid=$!
 rabbit_ready || { tail -20 $S/rabbitmq.log; fail "rabbitmq not ready after its database was moved aside"; }
 grep "osd: rabbitmq did not start 3 times in a row: moved its database aside to" $S/rabbitmq.log || fail "no line saying the database was moved aside"
 cmp $R/var/lib/rabbitmq/mnesia.broken-*/rabbit@localhost/schema.DAT $S/schema.DAT.damaged || fail "the database moved aside is not the damaged one"
-as rabbitmq rabbitmqctl -q list_users | grep -q '^openstack' || fail "rabbitmq user not re-created"
+as rabbitmq rabbitmqctl -q list_users | grep -q '^nova' || fail "rabbitmq user not re-created"
 [ ! -e $R/var/lib/rabbitmq/osd-failed-starts ] || fail "failed-start count not reset after a good start"
 as rabbitmq rabbitmqctl -q stop >/dev/null; wait $pid || true
-echo "rabbitmq: database moved aside after 3 failed starts, ready again with user openstack"
+echo "rabbitmq: database moved aside after 3 failed starts, ready again with user nova"
 
 maria() { as mysql ROOT_PASSWORD=$ROOTPW timeout 120 /bin/sh -ec "$(cat $O/mariadb.sh)" >> $S/mariadb.log 2>&1; }
 maria_ping() {

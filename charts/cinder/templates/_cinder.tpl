@@ -25,7 +25,8 @@ runs both) also get their Ceph keys.
 {{- $env := list
       (dict "name" "CINDER_DB_PASSWORD" "secret" "cinder-db" "key" "password")
       (dict "name" "CINDER_KEYSTONE_PASSWORD" "secret" "cinder-keystone" "key" "password")
-      (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password") -}}
+      (dict "name" "CINDER_MEMCACHE_SECRET_KEY" "secret" "cinder-keystone" "key" "memcache-secret-key")
+      (dict "name" "CINDER_RABBITMQ_PASSWORD" "secret" "cinder-rabbitmq" "key" "password") -}}
 {{- if eq $b "ceph" -}}
 {{- $env = append $env (dict "name" "LIBVIRT_SECRET_UUID" "secret" "ceph-client-cinder" "key" "libvirt-uuid") -}}
 {{- if has .component (list "volume" "backup" "server") -}}

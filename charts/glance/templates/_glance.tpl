@@ -2,7 +2,8 @@
 {{- define "glance.stepArgs" -}}
 {{- $secretEnv := list
       (dict "name" "GLANCE_DB_PASSWORD" "secret" "glance-db" "key" "password")
-      (dict "name" "GLANCE_KEYSTONE_PASSWORD" "secret" "glance-keystone" "key" "password") -}}
+      (dict "name" "GLANCE_KEYSTONE_PASSWORD" "secret" "glance-keystone" "key" "password")
+      (dict "name" "GLANCE_MEMCACHE_SECRET_KEY" "secret" "glance-keystone" "key" "memcache-secret-key") -}}
 {{- if eq (include "glance.storage" .) "ceph" -}}
 {{- $secretEnv = append $secretEnv (dict "name" "CEPH_GLANCE_KEY" "secret" "ceph-client-glance" "key" "key") -}}
 {{- end -}}

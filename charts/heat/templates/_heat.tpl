@@ -3,9 +3,10 @@
 {{- $secretEnv := list
       (dict "name" "HEAT_DB_PASSWORD" "secret" "heat-db" "key" "password")
       (dict "name" "HEAT_KEYSTONE_PASSWORD" "secret" "heat-keystone" "key" "password")
+      (dict "name" "HEAT_MEMCACHE_SECRET_KEY" "secret" "heat-keystone" "key" "memcache-secret-key")
       (dict "name" "HEAT_DOMAIN_PASSWORD" "secret" "heat-domain" "key" "password")
       (dict "name" "HEAT_AUTH_ENCRYPTION_KEY" "secret" "heat-domain" "key" "auth-encryption-key")
-      (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password") -}}
+      (dict "name" "HEAT_RABBITMQ_PASSWORD" "secret" "heat-rabbitmq" "key" "password") -}}
 {{- toJson (dict "image" "openstack" "configSecret" "heat-config" "secretEnv" $secretEnv) -}}
 {{- end -}}
 

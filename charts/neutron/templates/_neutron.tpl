@@ -3,8 +3,9 @@
 {{- $secretEnv := list
       (dict "name" "NEUTRON_DB_PASSWORD" "secret" "neutron-db" "key" "password")
       (dict "name" "NEUTRON_KEYSTONE_PASSWORD" "secret" "neutron-keystone" "key" "password")
+      (dict "name" "NEUTRON_MEMCACHE_SECRET_KEY" "secret" "neutron-keystone" "key" "memcache-secret-key")
       (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
-      (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password")
+      (dict "name" "NEUTRON_RABBITMQ_PASSWORD" "secret" "neutron-rabbitmq" "key" "password")
       (dict "name" "METADATA_SECRET" "secret" "metadata-proxy" "key" "shared-secret") -}}
 {{- toJson (dict "image" "openstack" "configSecret" "neutron-config" "secretEnv" $secretEnv) -}}
 {{- end -}}

@@ -1,7 +1,8 @@
 # nova-db-setup: the nova-init Job's database setup in one Python process, as these
 # nova-manage commands in turn:
 #   api_db sync; cell_v2 map_cell0; cell_v2 create_cell --name cell1 (unless a cell named
-#   cell1 exists); db sync (cell0 and cell1)
+#   cell1 exists, else cell_v2 update_cell of its transport_url when the config's differs);
+#   db sync (cell0 and cell1)
 # Each nova-manage process imports the whole of Nova first (3-10 s of CPU on a 2-core host,
 # most of each command's time), and these steps are on osd init's critical path: Nova's
 # control plane waits for them (wait-db). Idempotent as the commands are: a re-run migrates
@@ -45,9 +46,16 @@ def main():
     run("api_db sync", manage.ApiDbCommands().sync)
     cells = manage.CellV2Commands()
     run("cell_v2 map_cell0", cells.map_cell0)
-    names = [c.name for c in objects.CellMappingList.get_all(context.get_admin_context())]
-    if "cell1" in names:
+    cell1 = [c for c in objects.CellMappingList.get_all(context.get_admin_context()) if c.name == "cell1"]
+    if cell1:
         print("cell_v2 create_cell: cell1 exists", flush=True)
+        # The API and conductor reach cell1's computes through the mapping's transport_url
+        # (create_cell stored the config's): a cloud made with the RabbitMQ user all
+        # services shared gets nova's own user, as `cell_v2 update_cell` would set it.
+        if cell1[0].transport_url != CONF.transport_url:
+            cell1[0].transport_url = CONF.transport_url
+            cell1[0].save()
+            print("cell_v2 update_cell: cell1's transport_url set to this config's", flush=True)
     else:
         run("cell_v2 create_cell --name cell1", cells.create_cell, name="cell1")
     run("db sync", manage.DbCommands().sync)

@@ -13,7 +13,8 @@
 {{- $secretEnv := list
       (dict "name" "NOVA_DB_PASSWORD" "secret" "nova-db" "key" "password")
       (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
-      (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password")
+      (dict "name" "NOVA_MEMCACHE_SECRET_KEY" "secret" "nova-keystone" "key" "memcache-secret-key")
+      (dict "name" "NOVA_RABBITMQ_PASSWORD" "secret" "nova-rabbitmq" "key" "password")
       (dict "name" "METADATA_SECRET" "secret" "metadata-proxy" "key" "shared-secret") -}}
 {{- toJson (dict "image" "openstack" "configSecret" "nova-config" "secretEnv" $secretEnv) -}}
 {{- end -}}
@@ -22,7 +23,7 @@
 {{- define "nova.computeArgs" -}}
 {{- $secretEnv := list
       (dict "name" "NOVA_KEYSTONE_PASSWORD" "secret" "nova-keystone" "key" "password")
-      (dict "name" "RABBITMQ_PASSWORD" "secret" "rabbitmq-credentials" "key" "password") -}}
+      (dict "name" "NOVA_RABBITMQ_PASSWORD" "secret" "nova-rabbitmq" "key" "password") -}}
 {{- if eq (include "nova.storage" .) "ceph" -}}
 {{- $secretEnv = append $secretEnv (dict "name" "LIBVIRT_SECRET_UUID" "secret" "ceph-client-cinder" "key" "libvirt-uuid") -}}
 {{- end -}}

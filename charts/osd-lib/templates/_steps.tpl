@@ -31,9 +31,19 @@ Common arguments (a dict):
     - /bin/sh
     - -ec
     - |
+      # The substitutions go to sed in a script file (written by the shell's builtin
+      # printf, readable by this user only, removed at exit), never on its command line,
+      # where every local user could read them in /proc/PID/cmdline.
+      umask 077
+      script=/etc/osd/config/.render.sed
+      trap 'rm -f "$script"' EXIT
+      : > "$script"
+      {{- range .secretEnv }}
+      printf 's|@@%s@@|%s|g\n' {{ .name }} "${{ "{" }}{{ .name }}{{ "}" }}" >> "$script"
+      {{- end }}
       umask 027
       for f in /etc/osd/templates/*; do
-        sed{{ range .secretEnv }} -e "s|@@{{ .name }}@@|${{ "{" }}{{ .name }}{{ "}" }}|g"{{ end }} "$f" > "/etc/osd/config/$(basename "$f")"
+        sed -f "$script" "$f" > "/etc/osd/config/$(basename "$f")"
       done
   env:
     {{- include "osd-lib.secretEnv" .secretEnv | indent 4 }}
