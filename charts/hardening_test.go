@@ -103,8 +103,13 @@ func TestTokenCacheEncrypted(t *testing.T) {
 						t.Errorf("%s %s [keystone_authtoken] memcache_secret_key = %q, want a @@NAME@@ placeholder", sname, fname, kt["memcache_secret_key"])
 						continue
 					}
-					// Every config-render of this config Secret fills it from the Secret.
+					// Every config-render of this config Secret fills it from the Secret, but
+					// the metadata agent's: it serves no API (it validates no token) and runs
+					// on compute nodes, which get only the metadata proxy's secret.
 					for pname, pod := range r.pods {
+						if pname == "DaemonSet/neutron-ovn-metadata-agent" {
+							continue
+						}
 						for _, v := range pod.Volumes {
 							if v.Secret == nil || v.Secret.SecretName != sname {
 								continue

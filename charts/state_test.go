@@ -118,10 +118,10 @@ func podSecrets(pod corev1.PodSpec) map[string]bool {
 // password, and no Keystone password but nova-compute's own.
 func TestComputeNodeSecrets(t *testing.T) {
 	want := map[string][]string{
-		"DaemonSet/nova-compute":               {"nova-compute-config", "nova-keystone", "rabbitmq-credentials"},
+		"DaemonSet/nova-compute":               {"nova-compute-config", "nova-keystone", "nova-rabbitmq"},
 		"DaemonSet/ovn-controller":             nil,
 		"DaemonSet/ovn-controller-gateway":     nil,
-		"DaemonSet/neutron-ovn-metadata-agent": {"metadata-proxy", "neutron-config", "rabbitmq-credentials"},
+		"DaemonSet/neutron-ovn-metadata-agent": {"metadata-proxy", "neutron-config"},
 	}
 	seen := 0
 	for _, release := range []string{"nova", "ovn", "neutron"} {
