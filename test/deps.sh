@@ -35,6 +35,9 @@ packages=(
 	ethtool
 	# Horizon checked in a headless browser by the end-to-end test
 	chromium
+	# OVN's databases, ovn-northd and ovn-sbctl/ovn-nbctl for netsetup/ovnpki's SSL and
+	# southbound RBAC test (the cloud runs them from the ovn image, not from the host)
+	ovn-central
 )
 
 missing=()

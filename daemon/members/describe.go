@@ -152,7 +152,7 @@ func tunnelsByHost(ctx context.Context, cs kubernetes.Interface) (map[string]str
 	if err != nil {
 		return nil, err
 	}
-	sb, err := ovnsb.Connect(ctx, ep)
+	sb, err := ovnsb.Connect(ctx, ep, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func deleteChassis(ctx context.Context, cs kubernetes.Interface, host string) ([
 	if err != nil {
 		return nil, err
 	}
-	sb, err := ovnsb.Connect(ctx, ep)
+	sb, err := ovnsb.Connect(ctx, ep, nil)
 	if err != nil {
 		return nil, err
 	}
