@@ -65,6 +65,7 @@ func (s *Service) Hooks(svc *cluster.Service) {
 	svc.Agent, svc.NodeStates, svc.Local, svc.RemoveNode = s.agentCredential, s.nodeStates, s.localMember, s.removeNode
 	svc.Admit, svc.TokenIssued, svc.TokenDropped = s.admitMember, s.letNodeIn, s.dropAgentTokens
 	svc.Maintenance, svc.Describe = s.maintenance, s.describe
+	svc.SignChassis = s.signChassis
 }
 
 func (s *Service) adminClient() (kubernetes.Interface, error) { return s.st.Node.Admin() }

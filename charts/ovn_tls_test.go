@@ -1,0 +1,158 @@
+package charts
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/netsetup/ovnpki"
+)
+
+// TestOVNCentralTLS runs ovn-central's three rendered start scripts (both databases and
+// ovn-northd, which sets the chassis connection) with Debian's ovsdb-server and ovn-northd
+// on loopback ports and certificates from ovnpki, then connects as the clients do: a
+// chassis registers itself on the RBAC port and cannot touch another chassis; Neutron's
+// certificate writes through the central port and the northbound database; a client
+// without a certificate from the CA is refused everywhere.
+func TestOVNCentralTLS(t *testing.T) {
+	for _, tool := range []string{"ovsdb-tool", "ovsdb-server", "ovn-northd", "ovn-sbctl", "ovn-nbctl", "sh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (test/deps.sh installs ovn-central): %v", tool, err)
+		}
+	}
+	for _, db := range []string{"nb", "sb"} {
+		if _, err := os.Stat("/usr/share/ovn/ovn-" + db + ".ovsschema"); err != nil {
+			t.Skipf("OVN's schemas are not installed (ovn-central): %v", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "osdovntls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	now := time.Now()
+	caPair, _ := ovnpki.NewCA(now)
+	ca, err := ovnpki.ParseCA(caPair.CertPEM, caPair.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(sub, name string, data []byte) {
+		os.MkdirAll(filepath.Join(dir, sub), 0o700)
+		if err := os.WriteFile(filepath.Join(dir, sub, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, _ := ca.IssueServer("ovn-central", deploy.OVNServerNames("openstack"), []net.IP{net.ParseIP("127.0.0.1")}, now)
+	write("tls", "tls.key", srv.KeyPEM)
+	write("tls", "tls.crt", srv.CertPEM)
+	write("tls", "ca.crt", ca.CertPEM)
+	for _, cn := range []string{"chassis-a", "chassis-b", "neutron-server"} {
+		p, _ := ca.IssueClient(cn, now)
+		write(cn, "key", p.KeyPEM)
+		write(cn, "crt", p.CertPEM)
+	}
+	otherPair, _ := ovnpki.NewCA(now)
+	other, _ := ovnpki.ParseCA(otherPair.CertPEM, otherPair.KeyPEM)
+	stranger, _ := other.IssueClient("chassis-a", now)
+	write("stranger", "key", stranger.KeyPEM)
+	write("stranger", "crt", stranger.CertPEM)
+
+	free := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	}
+	nbPort, sbPort, centralPort := free(), free(), free()
+	_, typed := renderService(t, "ovn", deploy.DeploymentSpec{Images: testImages})
+	containers := typed["Deployment/ovn-central"].(*appsv1.Deployment).Spec.Template.Spec.Containers
+	rewrite := strings.NewReplacer("/var/lib/ovn", filepath.Join(dir, "data"), "/run/ovn", filepath.Join(dir, "run"),
+		"/etc/ovn/tls", filepath.Join(dir, "tls"),
+		"pssl:6641:0.0.0.0", "pssl:"+nbPort+":127.0.0.1", "pssl:6642:0.0.0.0", "pssl:"+sbPort+":127.0.0.1",
+		"pssl:16642:0.0.0.0", "pssl:"+centralPort+":127.0.0.1")
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	os.MkdirAll(filepath.Join(dir, "run"), 0o700)
+	for _, name := range []string{"ovsdb-nb", "ovsdb-sb", "northd"} {
+		c := containerByName(containers, name)
+		var out strings.Builder
+		cmd := exec.Command("sh", "-ec", rewrite.Replace(c.Command[2]))
+		cmd.Stdout, cmd.Stderr = &out, &out
+		// The pod's /run/ovn is OVN's run directory (ovn-northd's control socket).
+		cmd.Env = append(os.Environ(), "OVN_RUNDIR="+filepath.Join(dir, "run"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("%s:\n%s", name, out.String())
+			}
+		})
+	}
+	sbctl := func(who, port string, args ...string) (string, error) {
+		base := []string{"--timeout=5", "--db=ssl:127.0.0.1:" + port,
+			"-p", filepath.Join(dir, who, "key"), "-c", filepath.Join(dir, who, "crt"), "-C", filepath.Join(dir, "tls", "ca.crt")}
+		out, err := exec.Command("ovn-sbctl", append(base, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	// ovn-northd has filled the RBAC tables and the northd container set the chassis port.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _ := exec.Command("ovn-sbctl", "--db=unix:"+filepath.Join(dir, "run", "ovnsb_db.sock"), "--timeout=2", "--bare", "--columns=name", "list", "RBAC_Role").Output()
+		if _, err := sbctl("chassis-a", sbPort, "list", "SB_Global"); err == nil && strings.Contains(string(out), "ovn-controller") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ovn-central did not come up with the RBAC roles and the chassis port in 20 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, tt := range []struct {
+		who, port string
+		args      []string
+		ok        bool
+	}{
+		{"chassis-a", sbPort, []string{"chassis-add", "chassis-a", "geneve", "127.0.0.2"}, true},
+		{"chassis-b", sbPort, []string{"chassis-add", "chassis-b", "geneve", "127.0.0.3"}, true},
+		{"chassis-b", sbPort, []string{"set", "chassis", "chassis-a", "external_ids:x=b"}, false},
+		{"chassis-b", sbPort, []string{"chassis-del", "chassis-a"}, false},
+		// What Neutron's metadata agent writes with the chassis certificate: its own
+		// chassis' Chassis_Private external_ids, and no other's.
+		{"chassis-a", sbPort, []string{"--", "--id=@p", "create", "Chassis_Private", "name=chassis-a"}, true},
+		{"chassis-a", sbPort, []string{"set", "Chassis_Private", "chassis-a", "external_ids:neutron\\:ovn-metadata-id=x"}, true},
+		{"chassis-b", sbPort, []string{"set", "Chassis_Private", "chassis-a", "external_ids:neutron\\:ovn-metadata-id=y"}, false},
+		{"neutron-server", sbPort, []string{"set", "chassis", "chassis-a", "external_ids:x=n"}, false},
+		{"neutron-server", centralPort, []string{"set", "chassis", "chassis-a", "external_ids:x=n"}, true},
+		{"stranger", sbPort, []string{"list", "chassis"}, false},
+		{"stranger", centralPort, []string{"list", "chassis"}, false},
+	} {
+		out, err := sbctl(tt.who, tt.port, tt.args...)
+		if (err == nil) != tt.ok {
+			t.Errorf("ovn-sbctl as %s on port %s %v: err %v, want success %v\n%s", tt.who, tt.port, tt.args, err, tt.ok, out)
+		}
+	}
+	nbctl := func(who string, args ...string) error {
+		base := []string{"--timeout=5", "--db=ssl:127.0.0.1:" + nbPort,
+			"-p", filepath.Join(dir, who, "key"), "-c", filepath.Join(dir, who, "crt"), "-C", filepath.Join(dir, "tls", "ca.crt")}
+		return exec.Command("ovn-nbctl", append(base, args...)...).Run()
+	}
+	if err := nbctl("neutron-server", "ls-add", "net1"); err != nil {
+		t.Errorf("ovn-nbctl ls-add as neutron-server: %v", err)
+	}
+	if err := nbctl("stranger", "ls-del", "net1"); err == nil {
+		t.Errorf("ovn-nbctl ls-del with another CA's certificate succeeded")
+	}
+}
