@@ -1,7 +1,9 @@
 package charts
 
 import (
+	"archive/tar"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/osdcloud/osd/bootstrap/deploy"
@@ -149,6 +152,27 @@ func TestOVNCentralTLS(t *testing.T) {
 			"-p", filepath.Join(dir, who, "key"), "-c", filepath.Join(dir, who, "crt"), "-C", filepath.Join(dir, "tls", "ca.crt")}
 		return exec.Command("ovn-nbctl", append(base, args...)...).Run()
 	}
+	// Neutron's own client library (Python's ovs.stream, from the openstack image) with
+	// the server's EC key: its certificate is accepted on both of its ports; another CA's is not.
+	t.Run("neutron's python client", func(t *testing.T) {
+		pypath := pythonOVS(t)
+		py := func(who, port string) (string, error) {
+			cmd := exec.Command("python3", "-c", ovsdbPython, filepath.Join(dir, who, "key"), filepath.Join(dir, who, "crt"), filepath.Join(dir, "tls", "ca.crt"), "ssl:127.0.0.1:"+port)
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+pypath)
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		for _, tt := range []struct {
+			who, port, want string
+		}{{"neutron-server", centralPort, "OVN_Southbound"}, {"neutron-server", nbPort, "OVN_Northbound"}, {"chassis-a", sbPort, "OVN_Southbound"}} {
+			if out, err := py(tt.who, tt.port); err != nil || !strings.Contains(out, tt.want) {
+				t.Errorf("python ovs as %s on %s = %v, %q, want %s", tt.who, tt.port, err, out, tt.want)
+			}
+		}
+		if out, err := py("stranger", centralPort); err == nil {
+			t.Errorf("python ovs with another CA's certificate = %q, want refused", out)
+		}
+	})
 	if err := nbctl("neutron-server", "ls-add", "net1"); err != nil {
 		t.Errorf("ovn-nbctl ls-add as neutron-server: %v", err)
 	}
@@ -156,3 +180,79 @@ func TestOVNCentralTLS(t *testing.T) {
 		t.Errorf("ovn-nbctl ls-del with another CA's certificate succeeded")
 	}
 }
+
+// pythonOVS extracts Open vSwitch's Python library (what Neutron's ovsdbapp connects
+// with) from the openstack image in osd's image cache into a directory for PYTHONPATH;
+// the test is skipped when the cache holds no openstack image.
+func pythonOVS(t *testing.T) string {
+	t.Helper()
+	ii, err := layout.ImageIndexFromPath(filepath.Join(cacheDir(), "images", "oci"))
+	if err != nil {
+		t.Skipf("no image cache (osd images build openstack makes it): %v", err)
+	}
+	im, err := ii.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "usr/lib/python3/dist-packages/ovs/"
+	for _, d := range im.Manifests {
+		if d.Annotations["org.osdcloud.osd.image"] != "openstack" {
+			continue
+		}
+		img, err := ii.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, n := t.TempDir(), 0
+		for _, l := range layers {
+			rc, err := l.Uncompressed()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := tar.NewReader(rc)
+			for {
+				h, err := tr.Next()
+				if err != nil {
+					break
+				}
+				name := strings.TrimPrefix(h.Name, "./")
+				if !strings.HasPrefix(name, prefix) || h.Typeflag != tar.TypeReg || !strings.HasSuffix(name, ".py") {
+					continue
+				}
+				dst := filepath.Join(out, "ovs", filepath.FromSlash(strings.TrimPrefix(name, prefix)))
+				os.MkdirAll(filepath.Dir(dst), 0o755)
+				b, _ := io.ReadAll(tr)
+				if err := os.WriteFile(dst, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+			rc.Close()
+		}
+		if n > 0 {
+			return out
+		}
+	}
+	t.Skip("the image cache has no openstack image with python3-openvswitch")
+	return ""
+}
+
+// ovsdbPython is what Neutron's Python OVSDB client does first over SSL: its key,
+// certificate and CA set on ovs.stream, then list_dbs over JSON-RPC.
+const ovsdbPython = `import sys, ovs.stream, ovs.jsonrpc
+key, cert, ca, remote = sys.argv[1:5]
+ovs.stream.Stream.ssl_set_private_key_file(key)
+ovs.stream.Stream.ssl_set_certificate_file(cert)
+ovs.stream.Stream.ssl_set_ca_cert_file(ca)
+err, stream = ovs.stream.Stream.open_block(ovs.stream.Stream.open(remote), 5000)
+if err:
+    sys.exit("open %s: %s" % (remote, err))
+err, reply = ovs.jsonrpc.Connection(stream).transact_block(ovs.jsonrpc.Message.create_request("list_dbs", []))
+if err or reply.error:
+    sys.exit("list_dbs: %s %s" % (err, reply and reply.error))
+print(" ".join(reply.result))
+`
