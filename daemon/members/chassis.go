@@ -74,7 +74,10 @@ func (s *Service) RunChassisCert(ctx context.Context, remote ovnchassis.Signer) 
 	failures := 0
 	for {
 		wait := 6 * time.Hour
-		if err := s.chassisCertOnce(ctx, remote); err != nil {
+		if err := s.chassisCertOnce(ctx, remote); errors.Is(err, ovnchassis.ErrNoOVS) {
+			wait = 30 * time.Second // no chassis here (yet)
+			slog.Debug("OVN chassis certificate", "err", err)
+		} else if err != nil {
 			wait = 30 * time.Second
 			if failures++; failures%20 == 1 {
 				slog.Info("OVN chassis certificate not yet issued; retrying", "err", err)

@@ -39,9 +39,17 @@ const DirName = "ovn-chassis"
 // and the OVN CA, both PEM.
 type Signer func(ctx context.Context, systemID, csrPEM string) (certPEM, caPEM []byte, err error)
 
+// ErrNoOVS is returned (wrapped) by SystemID on a host whose Open vSwitch does not run
+// (a node without the openvswitch role, or before host preparation).
+var ErrNoOVS = errors.New("open vswitch does not run here")
+
 // SystemID reads this host's chassis name from its Open vSwitch.
 func SystemID(ctx context.Context) (string, error) {
-	o, err := netsetup.ConnectOVS(ctx, netsetup.DefaultOVSConfig())
+	c := netsetup.DefaultOVSConfig()
+	if _, err := os.Stat(c.Socket()); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoOVS, err)
+	}
+	o, err := netsetup.ConnectOVS(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("open vswitch: %w", err)
 	}
