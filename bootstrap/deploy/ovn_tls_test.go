@@ -54,7 +54,7 @@ func TestEnsureOVNSecrets(t *testing.T) {
 	if !bytes.Equal(get(OVNNeutronSecret)["tls.crt"], first[OVNNeutronSecret]) {
 		t.Errorf("a second pass reissued %s", OVNNeutronSecret)
 	}
-	later := now.Add(ovnpki.LeafLifetime - ovnpki.RenewBefore + time.Hour)
+	later := now.Add(ovnpki.LeafLifetime*2/3 + 2*time.Hour)
 	if err := EnsureOVNSecrets(ctx, client, Namespace, later); err != nil {
 		t.Fatal(err)
 	}

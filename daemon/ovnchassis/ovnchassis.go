@@ -164,7 +164,7 @@ func SignWith(load func(ctx context.Context) (*ovnpki.CA, error), now func() tim
 		if err != nil {
 			return nil, nil, err
 		}
-		cert, err := ca.SignClient(systemID, pub, now())
+		cert, err := ca.SignChassis(systemID, pub, now())
 		if err != nil {
 			return nil, nil, err
 		}

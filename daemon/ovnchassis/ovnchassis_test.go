@@ -47,8 +47,9 @@ func TestEnsure(t *testing.T) {
 		wrote bool
 	}{
 		{"current", id, now.Add(time.Hour), false},
+		{"before renewal", id, now.Add(ovnpki.ChassisLifetime*2/3 - 2*time.Hour), false},
 		{"another system-id", "node1", now, true},
-		{"near its end", "node1", now.Add(ovnpki.LeafLifetime - ovnpki.RenewBefore + time.Hour), true},
+		{"near its end", "node1", now.Add(ovnpki.ChassisLifetime*2/3 + 2*time.Hour), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := calls

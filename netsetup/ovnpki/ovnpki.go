@@ -24,14 +24,23 @@ import (
 	"time"
 )
 
-// Lifetimes. Leaf certificates are reissued when Due says so.
+// Lifetimes. Leaf certificates are reissued when Due says so: in the last third of their
+// life.
 const (
 	CALifetime   = 10 * 365 * 24 * time.Hour
 	LeafLifetime = 2 * 365 * 24 * time.Hour
-	// RenewBefore is how long before its end a leaf certificate is replaced.
-	RenewBefore = 90 * 24 * time.Hour
-	skew        = time.Hour // NotBefore is backdated by this much
+	// ChassisLifetime is a chassis certificate's: short, because nothing revokes one. A
+	// removed member cannot renew its own (only members may ask), so its chassis
+	// certificate stops working within this time; members renew theirs every few hours
+	// once 20 days have passed.
+	ChassisLifetime = 30 * 24 * time.Hour
+	skew            = time.Hour // NotBefore is backdated by this much
 )
+
+// RenewAt is when cert is due for renewal: two thirds into its life.
+func RenewAt(cert *x509.Certificate) time.Time {
+	return cert.NotAfter.Add(-cert.NotAfter.Sub(cert.NotBefore) / 3)
+}
 
 // CA is the OVN certificate authority.
 type CA struct {
@@ -112,13 +121,16 @@ func (ca *CA) IssueClient(cn string, now time.Time) (Pair, error) {
 	return ca.issue(leaf(cn, nil, nil, now, x509.ExtKeyUsageClientAuth))
 }
 
-// SignClient signs a client certificate with common name cn for pub, a key that never
-// left its holder (a chassis' own key). It returns the certificate as PEM.
-func (ca *CA) SignClient(cn string, pub crypto.PublicKey, now time.Time) ([]byte, error) {
+// SignChassis signs a chassis' client certificate (common name cn, its chassis name; life
+// ChassisLifetime) for pub, a key that never left the chassis. It returns the certificate
+// as PEM.
+func (ca *CA) SignChassis(cn string, pub crypto.PublicKey, now time.Time) ([]byte, error) {
 	if cn == "" {
 		return nil, errors.New("a client certificate needs a common name")
 	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf(cn, nil, nil, now, x509.ExtKeyUsageClientAuth), ca.Cert, pub, ca.Key)
+	tmpl := leaf(cn, nil, nil, now, x509.ExtKeyUsageClientAuth)
+	tmpl.NotAfter = now.Add(ChassisLifetime)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
 	if err != nil {
 		return nil, fmt.Errorf("sign the certificate of %s: %w", cn, err)
 	}
@@ -184,13 +196,13 @@ func ParseCert(certPEM []byte) (*x509.Certificate, error) {
 
 // Due reports whether the leaf certificate certPEM must be (re)issued at now by ca: it is
 // unreadable, not signed by ca, not for cn, lacks one of names/ips, is not yet valid or
-// ends within RenewBefore.
+// is past RenewAt.
 func Due(ca *CA, certPEM []byte, cn string, names []string, ips []net.IP, now time.Time) bool {
 	c, err := ParseCert(certPEM)
 	if err != nil || c.CheckSignatureFrom(ca.Cert) != nil || c.Subject.CommonName != cn {
 		return true
 	}
-	if now.Before(c.NotBefore) || !now.Add(RenewBefore).Before(c.NotAfter) {
+	if now.Before(c.NotBefore) || !now.Before(RenewAt(c)) {
 		return true
 	}
 	for _, n := range names {

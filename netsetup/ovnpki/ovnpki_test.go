@@ -48,7 +48,7 @@ func TestIssue(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	signed, err := ca.SignClient("node2", &key.PublicKey, now)
+	signed, err := ca.SignChassis("node2", &key.PublicKey, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,7 @@ func TestIssue(t *testing.T) {
 		{"client as a server", ca, cli.CertPEM, x509.ExtKeyUsageServerAuth, "", now, true},
 		{"client after its life", ca, cli.CertPEM, x509.ExtKeyUsageClientAuth, "", now.Add(LeafLifetime + time.Hour), true},
 		{"signed key", ca, signed, x509.ExtKeyUsageClientAuth, "", now, false},
+		{"signed key after a chassis' life", ca, signed, x509.ExtKeyUsageClientAuth, "", now.Add(ChassisLifetime + time.Hour), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := verify(t, tt.ca, tt.cert, tt.usage, tt.host, tt.at); (err != nil) != tt.wantErr {
@@ -78,7 +79,7 @@ func TestIssue(t *testing.T) {
 	}
 	c, _ := ParseCert(signed)
 	if c.Subject.CommonName != "node2" || !key.PublicKey.Equal(c.PublicKey) {
-		t.Errorf("SignClient: CN %q, key match %v, want node2 and the given key", c.Subject.CommonName, key.PublicKey.Equal(c.PublicKey))
+		t.Errorf("SignChassis: CN %q, key match %v, want node2 and the given key", c.Subject.CommonName, key.PublicKey.Equal(c.PublicKey))
 	}
 	if _, err := ca.IssueClient("", now); err == nil {
 		t.Errorf("IssueClient(\"\") = nil error, want one")
@@ -120,8 +121,8 @@ func TestDue(t *testing.T) {
 		{"another name", ca, srv.CertPEM, "ovn-central", []string{"ovn-sb"}, nil, now, true},
 		{"another IP", ca, srv.CertPEM, "ovn-central", nil, []net.IP{net.ParseIP("10.43.0.42")}, now, true},
 		{"another CN", ca, srv.CertPEM, "northd", nil, nil, now, true},
-		{"near its end", ca, srv.CertPEM, "ovn-central", nil, nil, now.Add(LeafLifetime - RenewBefore + time.Hour), true},
-		{"before the window", ca, srv.CertPEM, "ovn-central", nil, nil, now.Add(LeafLifetime - RenewBefore - 2*time.Hour), false},
+		{"near its end", ca, srv.CertPEM, "ovn-central", nil, nil, now.Add(LeafLifetime*2/3 + 2*time.Hour), true},
+		{"before the window", ca, srv.CertPEM, "ovn-central", nil, nil, now.Add(LeafLifetime*2/3 - 2*time.Hour), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Due(tt.ca, tt.cert, tt.cn, tt.names, tt.ips, tt.at); got != tt.want {
