@@ -58,7 +58,7 @@ func TestOVNCentralTLS(t *testing.T) {
 	write("tls", "tls.key", srv.KeyPEM)
 	write("tls", "tls.crt", srv.CertPEM)
 	write("tls", "ca.crt", ca.CertPEM)
-	for _, cn := range []string{"chassis-a", "chassis-b", "neutron-server"} {
+	for _, cn := range []string{"chassis-a", "chassis-b", "chassis-c", "neutron-server"} {
 		p, _ := ca.IssueClient(cn, now)
 		write(cn, "key", p.KeyPEM)
 		write(cn, "crt", p.CertPEM)
@@ -152,6 +152,78 @@ func TestOVNCentralTLS(t *testing.T) {
 			"-p", filepath.Join(dir, who, "key"), "-c", filepath.Join(dir, who, "crt"), "-C", filepath.Join(dir, "tls", "ca.crt")}
 		return exec.Command("ovn-nbctl", append(base, args...)...).Run()
 	}
+	// Debian's ovn-controller registers its chassis with its certificate, on the RBAC port,
+	// as the chart's controller script starts it (against an Open vSwitch database of the
+	// test's own: OVS_RUNDIR keeps it off the host's bridges).
+	t.Run("ovn-controller", func(t *testing.T) {
+		if _, err := exec.LookPath("ovn-controller"); err != nil {
+			t.Skipf("ovn-controller is not installed (test/deps.sh installs ovn-host): %v", err)
+		}
+		ovsDir := filepath.Join(dir, "ovs")
+		os.MkdirAll(ovsDir, 0o700)
+		ovsSock := filepath.Join(ovsDir, "db.sock")
+		if out, err := exec.Command("ovsdb-tool", "create", filepath.Join(ovsDir, "conf.db"), "/usr/share/openvswitch/vswitch.ovsschema").CombinedOutput(); err != nil {
+			t.Fatalf("ovsdb-tool create: %v\n%s", err, out)
+		}
+		env := append(os.Environ(), "OVS_RUNDIR="+ovsDir, "OVN_RUNDIR="+ovsDir)
+		run := func(name string, args ...string) string {
+			cmd := exec.Command(name, args...)
+			cmd.Env = env
+			log := filepath.Join(ovsDir, name+".log")
+			out, err := os.Create(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				cmd.Process.Kill()
+				cmd.Wait()
+				out.Close()
+				if t.Failed() {
+					b, _ := os.ReadFile(log)
+					t.Logf("%s:\n%s", name, b)
+				}
+			})
+			return log
+		}
+		run("ovsdb-server", filepath.Join(ovsDir, "conf.db"), "--remote=punix:"+ovsSock, "--unixctl="+filepath.Join(ovsDir, "ovsdb.ctl"), "-vfile:off")
+		for i := 0; i < 100; i++ {
+			if _, err := os.Stat(ovsSock); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		vsctl := exec.Command("ovs-vsctl", "--db=unix:"+ovsSock, "--no-wait", "--timeout=10", "init", "--", "set", "open", ".",
+			"external_ids:system-id=chassis-c", "external_ids:hostname=node-c", "external_ids:ovn-remote=ssl:127.0.0.1:"+sbPort,
+			"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.4")
+		vsctl.Env = env
+		if out, err := vsctl.CombinedOutput(); err != nil {
+			t.Fatalf("ovs-vsctl: %v\n%s", err, out)
+		}
+		ctlLog := run("ovn-controller", "unix:"+ovsSock, "--private-key="+filepath.Join(dir, "chassis-c", "key"),
+			"--certificate="+filepath.Join(dir, "chassis-c", "crt"), "--ca-cert="+filepath.Join(dir, "tls", "ca.crt"),
+			"--pidfile="+filepath.Join(ovsDir, "ovn-controller.pid"), "-vconsole:info", "-vfile:off")
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out, _ := exec.Command("ovn-sbctl", "--db=unix:"+filepath.Join(dir, "run", "ovnsb_db.sock"), "--timeout=2", "--bare", "--columns=hostname", "find", "Chassis", "name=chassis-c").Output()
+			priv, _ := exec.Command("ovn-sbctl", "--db=unix:"+filepath.Join(dir, "run", "ovnsb_db.sock"), "--timeout=2", "--bare", "--columns=name", "find", "Chassis_Private", "name=chassis-c").Output()
+			if strings.TrimSpace(string(out)) == "node-c" && strings.TrimSpace(string(priv)) == "chassis-c" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("ovn-controller did not register chassis-c (Chassis %q, Chassis_Private %q) in 20 s", out, priv)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// Nothing else it writes is refused by the role.
+		time.Sleep(2 * time.Second)
+		if b, _ := os.ReadFile(ctlLog); strings.Contains(string(b), "permission error") {
+			t.Errorf("ovn-controller's writes were refused:\n%s", b)
+		}
+	})
 	// Neutron's own client library (Python's ovs.stream, from the openstack image) with
 	// the server's EC key: its certificate is accepted on both of its ports; another CA's is not.
 	t.Run("neutron's python client", func(t *testing.T) {
