@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/netsetup/ovnpki"
+	"github.com/osdcloud/osd/netsetup/ovnsb"
 )
 
 // signChassis signs member's OVN chassis certificate for systemID. A member names its
@@ -38,16 +40,26 @@ func (s *Service) signChassis(ctx context.Context, member, systemID, csrPEM stri
 	if err != nil {
 		return nil, nil, rest.Errorf(rest.ErrNotReady, "%w", err)
 	}
-	for _, c := range list {
-		if c.Name == systemID && c.Hostname != "" && c.Hostname != member {
-			return nil, nil, rest.Errorf(rest.ErrConflict, "chassis %s belongs to host %s, not %s", systemID, c.Hostname, member)
-		}
+	if err := chassisTaken(list, member, systemID); err != nil {
+		return nil, nil, rest.Errorf(rest.ErrConflict, "%w", err)
 	}
 	cert, ca, err := s.localSigner()(ctx, systemID, csrPEM)
 	if err != nil {
 		return nil, nil, rest.Errorf(rest.ErrBadRequest, "%w", err)
 	}
 	return cert, ca, nil
+}
+
+// chassisTaken says whether the southbound database's chassis give systemID to a host
+// other than member, or to none recorded (pure): only a name no chassis has yet, or
+// member's own, is free.
+func chassisTaken(list []ovnsb.ChassisInfo, member, systemID string) error {
+	for _, c := range list {
+		if c.Name == systemID && c.Hostname != member {
+			return fmt.Errorf("chassis %s belongs to host %s, not %s", systemID, c.Hostname, member)
+		}
+	}
+	return nil
 }
 
 // localSigner signs with the OVN CA the deploy controller keeps in Kubernetes.
