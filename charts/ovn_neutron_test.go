@@ -142,8 +142,8 @@ func TestOVNChart(t *testing.T) {
 					t.Errorf("%s script lacks %q", tt.name, w)
 				}
 			}
-			if !hasMount(&c, "chassis-cert", "/etc/ovn/chassis") || !hasHostPath(pod.Volumes, "chassis-cert", "/var/lib/osd/ovn-chassis") {
-				t.Errorf("%s does not mount the host's chassis certificate directory /var/lib/osd/ovn-chassis at /etc/ovn/chassis", tt.name)
+			if !hasMount(&c, "chassis-cert", "/etc/ovn/chassis") || !hasHostPath(pod.Volumes, "chassis-cert", "/var/lib/openvswitch/osd-ovn-chassis") {
+				t.Errorf("%s does not mount the host's chassis certificate directory /var/lib/openvswitch/osd-ovn-chassis at /etc/ovn/chassis", tt.name)
 			}
 		})
 	}
@@ -249,7 +249,7 @@ func TestNeutronChart(t *testing.T) {
 		t.Errorf("neutron-server does not mount Secret %s at /etc/neutron/ovn-tls", deploy.OVNNeutronSecret)
 	}
 	agentPod := typed["DaemonSet/neutron-ovn-metadata-agent"].(*appsv1.DaemonSet).Spec.Template.Spec
-	if ac := containerByName(agentPod.Containers, "metadata-agent"); ac == nil || !hasMount(ac, "chassis-cert", "/etc/ovn/chassis") || !hasHostPath(agentPod.Volumes, "chassis-cert", "/var/lib/osd/ovn-chassis") {
+	if ac := containerByName(agentPod.Containers, "metadata-agent"); ac == nil || !hasMount(ac, "chassis-cert", "/etc/ovn/chassis") || !hasHostPath(agentPod.Volumes, "chassis-cert", "/var/lib/openvswitch/osd-ovn-chassis") {
 		t.Errorf("the metadata agent does not mount the host's chassis certificate directory at /etc/ovn/chassis")
 	}
 	if w := containerByName(agentPod.InitContainers, "wait-chassis-cert"); w == nil || !strings.Contains(w.Command[2], "/etc/ovn/chassis/chassis.crt") {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap/deploy"
@@ -75,7 +74,7 @@ func (s *Service) localSigner() ovnchassis.Signer {
 
 // ChassisCertDir is this host's chassis certificate directory (charts/ovn mounts it).
 func (s *Service) ChassisCertDir() string {
-	return filepath.Join(s.st.Cfg.StateDir, ovnchassis.DirName)
+	return ovnchassis.Dir
 }
 
 // RunChassisCert keeps this host's OVN chassis certificate current while ctx lasts:

@@ -31,9 +31,15 @@ const (
 	CAFile   = "ca.crt"
 )
 
-// DirName is the directory under osd's state directory (charts/ovn values
-// controller.chassisCertDir is /var/lib/osd/ovn-chassis).
+// DirName is the directory's name in tests.
 const DirName = "ovn-chassis"
+
+// Dir is where a host keeps its chassis certificate: beside Open vSwitch's own state,
+// whose system-id the certificate names, at one path on every node (a DaemonSet mounts one
+// host path on all of them, while state dirs may differ: the snap's, a test node's).
+// charts/ovn tls.chassisCertDir and charts/neutron metadataAgent.chassisCertDir are it;
+// osd reset removes it.
+const Dir = "/var/lib/openvswitch/osd-ovn-chassis"
 
 // Signer signs a certificate request for chassis systemID and returns the certificate
 // and the OVN CA, both PEM.
