@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,14 +54,53 @@ func TestOVNChart(t *testing.T) {
 	if central.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("ovn-central strategy = %s, want Recreate (one writer per database)", central.Spec.Strategy.Type)
 	}
-	ports := map[string]int32{}
+	ports := map[string][]int32{}
 	for _, c := range central.Spec.Template.Spec.Containers {
 		for _, p := range c.Ports {
-			ports[c.Name] = p.ContainerPort
+			ports[c.Name] = append(ports[c.Name], p.ContainerPort)
 		}
 	}
-	if ports["ovsdb-nb"] != 6641 || ports["ovsdb-sb"] != 6642 || containerByName(central.Spec.Template.Spec.Containers, "northd") == nil {
-		t.Errorf("ovn-central containers/ports = %v, want ovsdb-nb 6641, ovsdb-sb 6642 and northd", ports)
+	if fmt.Sprint(ports["ovsdb-nb"]) != "[6641]" || fmt.Sprint(ports["ovsdb-sb"]) != "[6642 16642]" || containerByName(central.Spec.Template.Spec.Containers, "northd") == nil {
+		t.Errorf("ovn-central containers/ports = %v, want ovsdb-nb 6641, ovsdb-sb 6642 and 16642, and northd", ports)
+	}
+	// Every database listens with SSL only, with the certificate from osd's OVN CA; the
+	// southbound chassis port is restricted by the RBAC role ovn-controller.
+	hasTLS := false
+	for _, v := range central.Spec.Template.Spec.Volumes {
+		if v.Name == "tls" && v.Secret != nil && v.Secret.SecretName == deploy.OVNCentralSecret {
+			hasTLS = true
+		}
+	}
+	if !hasTLS {
+		t.Errorf("ovn-central volumes lack Secret %s", deploy.OVNCentralSecret)
+	}
+	for _, tt := range []struct {
+		container string
+		want      []string
+	}{
+		{"ovsdb-nb", []string{"--remote=pssl:6641:0.0.0.0", "--private-key=/etc/ovn/tls/tls.key", "--certificate=/etc/ovn/tls/tls.crt", "--ca-cert=/etc/ovn/tls/ca.crt"}},
+		{"ovsdb-sb", []string{"--remote=db:OVN_Southbound,SB_Global,connections", "--remote=pssl:16642:0.0.0.0", "--ca-cert=/etc/ovn/tls/ca.crt"}},
+		{"northd", []string{"set-connection role=ovn-controller pssl:6642:0.0.0.0", "--ovnsb-db=unix:/run/ovn/ovnsb_db.sock"}},
+	} {
+		c := containerByName(central.Spec.Template.Spec.Containers, tt.container)
+		script := strings.Join(c.Command, " ")
+		for _, w := range tt.want {
+			if !strings.Contains(script, w) {
+				t.Errorf("%s script lacks %q:\n%s", tt.container, w, script)
+			}
+		}
+		if strings.Contains(script, "ptcp:") {
+			t.Errorf("%s still listens on plain TCP:\n%s", tt.container, script)
+		}
+		if tt.container != "northd" && !hasMount(c, "tls", "/etc/ovn/tls") {
+			t.Errorf("%s does not mount the certificate at /etc/ovn/tls", tt.container)
+		}
+	}
+	if got := servicePorts(typed["Service/ovn-sb"].(*corev1.Service)); got != "ovsdb=6642 ovsdb-central=16642" {
+		t.Errorf("Service ovn-sb ports = %s, want ovsdb=6642 ovsdb-central=16642", got)
+	}
+	if got := servicePorts(typed["Service/ovn-nb"].(*corev1.Service)); got != "ovsdb=6641" {
+		t.Errorf("Service ovn-nb ports = %s, want ovsdb=6641", got)
 	}
 	for _, v := range central.Spec.Template.Spec.Volumes {
 		if v.Name == "data" && (v.HostPath == nil || v.HostPath.Path != "/var/lib/osd/volumes/ovn") {
@@ -96,10 +136,14 @@ func TestOVNChart(t *testing.T) {
 				t.Errorf("%s tolerations = %+v, want osd.cloud/no-control-plane (nodes without the control role)", tt.name, pod.Tolerations)
 			}
 			script := strings.Join(c.Command, " ")
-			for _, w := range []string{"external_ids:ovn-remote=\"tcp:$sb:6642\"", "ovn-encap-ip=\"$encap\"", "ovn-bridge-datapath-type=\"$dp\"", "ovn-bridge-mappings=\"physnet1:br-ex\"", "sock=/run/openvswitch/db.sock", "exec ovn-controller unix:$sock"} {
+			for _, w := range []string{"external_ids:ovn-remote=\"ssl:$sb:6642\"", "ovn-encap-ip=\"$encap\"", "ovn-bridge-datapath-type=\"$dp\"", "ovn-bridge-mappings=\"physnet1:br-ex\"", "sock=/run/openvswitch/db.sock", "exec ovn-controller unix:$sock",
+				"--private-key=$tls/chassis.key --certificate=$tls/chassis.crt --ca-cert=$tls/ca.crt"} {
 				if !strings.Contains(script, w) {
 					t.Errorf("%s script lacks %q", tt.name, w)
 				}
+			}
+			if !hasMount(&c, "chassis-cert", "/etc/ovn/chassis") || !hasHostPath(pod.Volumes, "chassis-cert", "/var/lib/openvswitch/osd-ovn-chassis") {
+				t.Errorf("%s does not mount the host's chassis certificate directory /var/lib/openvswitch/osd-ovn-chassis at /etc/ovn/chassis", tt.name)
 			}
 		})
 	}
@@ -114,6 +158,13 @@ func TestOVNControllerScript(t *testing.T) {
 	_, typed := renderService(t, "ovn", deploy.DeploymentSpec{Images: testImages})
 	script := typed["DaemonSet/ovn-controller-gateway"].(*appsv1.DaemonSet).Spec.Template.Spec.Containers[0].Command[2]
 	dir := t.TempDir()
+	// The chassis certificate osd issued, in a directory of the test's.
+	certs := filepath.Join(dir, "chassis")
+	os.MkdirAll(certs, 0o755)
+	for _, f := range []string{"chassis.key", "chassis.crt", "ca.crt"} {
+		os.WriteFile(filepath.Join(certs, f), []byte("pem"), 0o600)
+	}
+	script = strings.ReplaceAll(script, "tls=/etc/ovn/chassis", "tls="+certs)
 	log := filepath.Join(dir, "vsctl.log")
 	for _, tt := range []struct {
 		name, brexType, want, encap, wantEncap string
@@ -141,7 +192,7 @@ func TestOVNControllerScript(t *testing.T) {
 				t.Fatalf("script: %v\n%s", err, out)
 			}
 			got, _ := os.ReadFile(log)
-			for _, w := range []string{tt.want, "external_ids:ovn-remote=tcp:10.43.0.99:6642", tt.wantEncap, "external_ids:system-id=abc", "external_ids:hostname=node1", "ovn-bridge-mappings=physnet1:br-ex", "ovn-cms-options=enable-chassis-as-gw", "ovn-controller unix:/run/openvswitch/db.sock"} {
+			for _, w := range []string{tt.want, "external_ids:ovn-remote=ssl:10.43.0.99:6642", tt.wantEncap, "external_ids:system-id=abc", "external_ids:hostname=node1", "ovn-bridge-mappings=physnet1:br-ex", "ovn-cms-options=enable-chassis-as-gw", "ovn-controller unix:/run/openvswitch/db.sock --private-key=" + certs + "/chassis.key"} {
 				if !strings.Contains(string(got), w) {
 					t.Errorf("script calls lack %q:\n%s", w, got)
 				}
@@ -192,6 +243,18 @@ func TestNeutronChart(t *testing.T) {
 	// a process of its own for the in-thread workers (ML2/OVN only).
 	checkPythonCommand(t, c.Command, "from neutron.cmd.eventlet.server import main", "service._get_rpc_workers = rpc_workers",
 		"--config-file /etc/neutron/neutron.conf --config-file /etc/neutron/plugins/ml2/ml2_conf.ini")
+	// OVN's databases over SSL: the server's certificate from its Secret, the metadata
+	// agent's from the host's chassis certificate directory (after waiting for it).
+	if !hasMount(c, "ovn-tls", "/etc/neutron/ovn-tls") || !hasSecretVolume(server.Spec.Template.Spec.Volumes, "ovn-tls", deploy.OVNNeutronSecret) {
+		t.Errorf("neutron-server does not mount Secret %s at /etc/neutron/ovn-tls", deploy.OVNNeutronSecret)
+	}
+	agentPod := typed["DaemonSet/neutron-ovn-metadata-agent"].(*appsv1.DaemonSet).Spec.Template.Spec
+	if ac := containerByName(agentPod.Containers, "metadata-agent"); ac == nil || !hasMount(ac, "chassis-cert", "/etc/ovn/chassis") || !hasHostPath(agentPod.Volumes, "chassis-cert", "/var/lib/openvswitch/osd-ovn-chassis") {
+		t.Errorf("the metadata agent does not mount the host's chassis certificate directory at /etc/ovn/chassis")
+	}
+	if w := containerByName(agentPod.InitContainers, "wait-chassis-cert"); w == nil || !strings.Contains(w.Command[2], "/etc/ovn/chassis/chassis.crt") {
+		t.Errorf("the metadata agent does not wait for its chassis certificate")
+	}
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.SubPath] = m.MountPath
@@ -264,8 +327,11 @@ func TestNeutronChart(t *testing.T) {
 		"neutron.conf": {"core_plugin = ml2\n", "service_plugins = ovn-router,trunk\n", "transport_url = rabbit://neutron:@@NEUTRON_RABBITMQ_PASSWORD@@@rabbitmq.openstack.svc:5672/neutron\n",
 			"connection = mysql+pymysql://neutron:@@NEUTRON_DB_PASSWORD@@@mariadb.openstack.svc/neutron\n", "[nova]\n", "password = @@NOVA_KEYSTONE_PASSWORD@@\n"},
 		"ml2_conf.ini": {"mechanism_drivers = ovn\n", "tenant_network_types = geneve\n", "flat_networks = physnet1\n",
-			"ovn_nb_connection = tcp:10.43.0.41:6641\n", "ovn_sb_connection = tcp:10.43.0.42:6642\n", "ovn_metadata_enabled = true\n"},
-		"metadata_agent.ini": {"nova_metadata_host = nova-metadata.openstack.svc.cluster.local\n", "metadata_proxy_shared_secret = @@METADATA_SECRET@@\n", "ovsdb_connection = unix:/run/openvswitch/db.sock\n"},
+			"ovn_nb_connection = ssl:10.43.0.41:6641\n", "ovn_sb_connection = ssl:10.43.0.42:16642\n", "ovn_metadata_enabled = true\n",
+			"ovn_nb_private_key = /etc/neutron/ovn-tls/tls.key\n", "ovn_nb_certificate = /etc/neutron/ovn-tls/tls.crt\n", "ovn_nb_ca_cert = /etc/neutron/ovn-tls/ca.crt\n",
+			"ovn_sb_private_key = /etc/neutron/ovn-tls/tls.key\n", "ovn_sb_certificate = /etc/neutron/ovn-tls/tls.crt\n", "ovn_sb_ca_cert = /etc/neutron/ovn-tls/ca.crt\n"},
+		"metadata_agent.ini": {"nova_metadata_host = nova-metadata.openstack.svc.cluster.local\n", "metadata_proxy_shared_secret = @@METADATA_SECRET@@\n", "ovsdb_connection = unix:/run/openvswitch/db.sock\n",
+			"ovn_sb_connection = ssl:10.43.0.42:6642\n", "ovn_sb_private_key = /etc/ovn/chassis/chassis.key\n", "ovn_sb_certificate = /etc/ovn/chassis/chassis.crt\n", "ovn_sb_ca_cert = /etc/ovn/chassis/ca.crt\n"},
 	} {
 		for _, w := range wants {
 			if !strings.Contains(conf[file], w) {
@@ -289,4 +355,43 @@ func checkPythonCommand(t *testing.T, command []string, snippet, snippet2, args 
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("the program of %s does not compile: %v\n%s", args, err, out)
 	}
+}
+
+// hasMount reports whether c mounts volume at path.
+func hasMount(c *corev1.Container, volume, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.Name == volume && m.MountPath == path {
+			return true
+		}
+	}
+	return false
+}
+
+// hasHostPath reports whether volumes has volume as hostPath path.
+func hasHostPath(volumes []corev1.Volume, volume, path string) bool {
+	for _, v := range volumes {
+		if v.Name == volume && v.HostPath != nil && v.HostPath.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// servicePorts is a Service's ports as "name=port ...".
+func servicePorts(svc *corev1.Service) string {
+	var out []string
+	for _, p := range svc.Spec.Ports {
+		out = append(out, fmt.Sprintf("%s=%d", p.Name, p.Port))
+	}
+	return strings.Join(out, " ")
+}
+
+// hasSecretVolume reports whether volumes has volume from Secret secret.
+func hasSecretVolume(volumes []corev1.Volume, volume, secret string) bool {
+	for _, v := range volumes {
+		if v.Name == volume && v.Secret != nil && v.Secret.SecretName == secret {
+			return true
+		}
+	}
+	return false
 }

@@ -36,7 +36,8 @@ func ovsdbRun(t *testing.T, dir, db, schema string) (string, bool) {
 	_, typed := renderService(t, "ovn", deploy.DeploymentSpec{Images: testImages})
 	c := containerByName(typed["Deployment/ovn-central"].(*appsv1.Deployment).Spec.Template.Spec.Containers, "ovsdb-"+db)
 	script := strings.NewReplacer("/var/lib/ovn", filepath.Join(dir, "data"), "/run/ovn", filepath.Join(dir, "run"),
-		"/usr/share/ovn/ovn-"+db+".ovsschema", schema, "ptcp:6641:0.0.0.0", "ptcp:0:127.0.0.1", "ptcp:6642:0.0.0.0", "ptcp:0:127.0.0.1").Replace(c.Command[2])
+		"/usr/share/ovn/ovn-"+db+".ovsschema", schema, "pssl:6641:0.0.0.0", "ptcp:0:127.0.0.1", "pssl:16642:0.0.0.0", "ptcp:0:127.0.0.1",
+		"db:OVN_Southbound,SB_Global,connections", "ptcp:0:127.0.0.1", "/etc/ovn/tls", filepath.Join(dir, "tls")).Replace(c.Command[2])
 	var out bytes.Buffer
 	cmd := exec.Command("sh", "-ec", script)
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -159,6 +159,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	d.join.ResumeAtStart(ctx)
+	d.st.GoOnce("ovn-chassis-cert", func(ctx context.Context) { d.members.RunChassisCert(ctx, d.join.SignChassis) })
 	select {
 	case <-ctx.Done():
 		slog.Info("osd daemon stopping")

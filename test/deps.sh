@@ -35,6 +35,10 @@ packages=(
 	ethtool
 	# Horizon checked in a headless browser by the end-to-end test
 	chromium
+	# OVN's databases, ovn-northd, ovn-controller and ovn-sbctl/ovn-nbctl for the SSL and
+	# southbound RBAC tests (netsetup/ovnpki, charts' TestOVNCentralTLS); the cloud runs
+	# them from the ovn image, not from the host: their units are disabled below
+	ovn-central ovn-host
 )
 
 missing=()
@@ -55,6 +59,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	# Debian's containerd unit would run a second containerd next to osd's own.
 	if [ -d /run/systemd/system ]; then
 		systemctl disable --now containerd.service >/dev/null 2>&1 || true
+		# Debian's OVN units would run a second OVN next to the cloud's (no --now: stopping
+		# ovn-host's would stop the chassis of a running cloud).
+		systemctl disable ovn-host.service ovn-central.service ovn-ovsdb-server-nb.service ovn-ovsdb-server-sb.service >/dev/null 2>&1 || true
 	fi
 fi
 

@@ -264,6 +264,9 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 	if err := EnsureSecrets(ctx, c.Kube, c.ns(), secrets); err != nil {
 		return Result{}, err
 	}
+	if err := EnsureOVNSecrets(ctx, c.Kube, c.ns(), time.Now()); err != nil {
+		return Result{}, err
+	}
 
 	wants, desired, problems := c.desired(dep.Spec, cat)
 	for name := range desired {

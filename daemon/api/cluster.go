@@ -158,6 +158,19 @@ type RenewResponse struct {
 	Expires        time.Time `json:"expires"`
 }
 
+// ChassisCertRequest is the body of POST /1.0/cluster/members/{name}/ovn-chassis: sign
+// the member's OVN chassis certificate (common name: its Open vSwitch system-id).
+type ChassisCertRequest struct {
+	SystemID string `json:"system_id"`
+	CSR      string `json:"csr"` // PEM certificate request for a key made on the member
+}
+
+// ChassisCertResponse is its answer: the certificate and the OVN CA.
+type ChassisCertResponse struct {
+	CertificatePEM string `json:"certificate_pem"`
+	CAPEM          string `json:"ca_pem"`
+}
+
 // JoinRemoteRequest is the body of POST /1.0/cluster/join-remote: join the cluster the
 // token names. The node's roles come with the token (osd cluster add NAME --role ...);
 // Roles, if given, must be the token's.

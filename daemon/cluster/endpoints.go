@@ -28,6 +28,7 @@ const maxJoinBody = 16 << 10
 //	POST   /1.0/cluster/members/{name}/heartbeat    api.HeartbeatRequest (that member only)
 //	PUT    /1.0/cluster/members/{name}/maintenance  api.MaintenanceRequest -> api.Member (operators)
 //	POST   /1.0/cluster/members/{name}/certificate  api.RenewRequest -> api.RenewResponse (that member only)
+//	POST   /1.0/cluster/members/{name}/ovn-chassis  api.ChassisCertRequest -> api.ChassisCertResponse (that member only)
 //	GET    /1.0/cluster/tokens               -> []api.TokenInfo
 //	POST   /1.0/cluster/tokens               api.TokenRequest -> api.IssuedToken (201)
 //	DELETE /1.0/cluster/tokens/{name}        revoke
@@ -43,6 +44,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 		{Path: "cluster/members/{name}/heartbeat", Post: rest.Action{Handler: s.postHeartbeat}},
 		{Path: "cluster/members/{name}/maintenance", Put: rest.Action{Handler: s.putMaintenance}},
 		{Path: "cluster/members/{name}/certificate", Post: rest.Action{Handler: s.postCertificate}},
+		{Path: "cluster/members/{name}/ovn-chassis", Post: rest.Action{Handler: s.postChassisCert}},
 		{Path: "cluster/tokens", Get: rest.Action{Handler: s.getTokens}, Post: rest.Action{Handler: s.postToken}},
 		{Path: "cluster/tokens/{name}", Delete: rest.Action{Handler: s.deleteToken}},
 		{Path: "trust", Get: rest.Action{Handler: s.getTrust}, Post: rest.Action{Handler: s.postTrust}},
@@ -63,6 +65,7 @@ var Access = AccessTable{
 	{Method: "POST", Path: "cluster/members/{name}/heartbeat"}:   {RoleMember, RoleRemoved},
 	{Method: "PUT", Path: "cluster/members/{name}/maintenance"}:  {RoleOperator},
 	{Method: "POST", Path: "cluster/members/{name}/certificate"}: {RoleMember},
+	{Method: "POST", Path: "cluster/members/{name}/ovn-chassis"}: {RoleMember},
 	{Method: "GET", Path: "cluster/tokens"}:                      {RoleOperator},
 	{Method: "POST", Path: "cluster/tokens"}:                     {RoleOperator},
 	{Method: "DELETE", Path: "cluster/tokens/{name}"}:            {RoleOperator},
@@ -271,6 +274,26 @@ func (s *Service) postCertificate(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	return rest.SyncResponse(api.RenewResponse{CertificatePEM: string(certPEM), Expires: cert.NotAfter})
+}
+
+// postChassisCert signs the calling member's OVN chassis certificate (SignChassis decides).
+func (s *Service) postChassisCert(r *http.Request) rest.Response {
+	name := rest.Var(r, "name")
+	if _, err := s.itself(r, name); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	if s.SignChassis == nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "this daemon does not sign OVN chassis certificates"))
+	}
+	var req api.ChassisCertRequest
+	if err := rest.DecodeJSON(r, &req, maxCSR+1024); err != nil {
+		return rest.ErrorResponse(err)
+	}
+	cert, ca, err := s.SignChassis(r.Context(), name, req.SystemID, req.CSR)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
+	return rest.SyncResponse(api.ChassisCertResponse{CertificatePEM: string(cert), CAPEM: string(ca)})
 }
 
 func (s *Service) getTokens(r *http.Request) rest.Response {

@@ -816,3 +816,33 @@ func TestRenewingCert(t *testing.T) {
 		t.Errorf("served certificate after renewal = %s, want %s (same listener config)", got, second)
 	}
 }
+
+// TestChassisCertRoute: a member has its OVN chassis certificate signed over the API for
+// itself only; what SignChassis refuses reaches the member as its status.
+func TestChassisCertRoute(t *testing.T) {
+	tc := startCluster(t)
+	ctx := context.Background()
+	id := tc.join(t, "node2", t.TempDir(), "compute")
+	other := tc.join(t, "node4", t.TempDir(), "compute")
+	var got []string
+	tc.svc.SignChassis = func(ctx context.Context, member, systemID, csrPEM string) ([]byte, []byte, error) {
+		got = append(got, member+"/"+systemID)
+		if systemID == "taken" {
+			return nil, nil, rest.Errorf(rest.ErrConflict, "chassis taken belongs to host node9")
+		}
+		return []byte("CERT"), []byte("CA"), nil
+	}
+	cert, ca, err := RequestChassisCert(ctx, id, tc.addr, "node2", "abc", "CSR")
+	if err != nil || string(cert) != "CERT" || string(ca) != "CA" {
+		t.Fatalf("RequestChassisCert(node2) = %q, %q, %v, want the signer's answer", cert, ca, err)
+	}
+	if _, _, err := RequestChassisCert(ctx, id, tc.addr, "node2", "taken", "CSR"); statusOf(errors.Unwrap(err)) != http.StatusConflict {
+		t.Errorf("RequestChassisCert(taken) = %v, want 409", err)
+	}
+	if _, _, err := RequestChassisCert(ctx, other, tc.addr, "node2", "abc", "CSR"); statusOf(errors.Unwrap(err)) != http.StatusForbidden {
+		t.Errorf("node4 asking for node2's chassis certificate = %v, want 403", err)
+	}
+	if strings.Join(got, " ") != "node2/abc node2/taken" {
+		t.Errorf("SignChassis calls = %v, want node2/abc node2/taken (none for node4)", got)
+	}
+}

@@ -192,6 +192,10 @@ type Service struct {
 	// TokenDropped, when set, runs when the join token of name can no longer be used
 	// before its join completed (revoked): it drops the node's agent credentials.
 	TokenDropped func(ctx context.Context, name string) error
+	// SignChassis, when set, signs member's OVN chassis certificate for systemID (its
+	// Open vSwitch's) and the key of csrPEM; it returns the certificate and the OVN CA.
+	// Errors wrap rest sentinels.
+	SignChassis func(ctx context.Context, member, systemID, csrPEM string) (certPEM, caPEM []byte, err error)
 	// Maintenance, when set, puts node name into maintenance (on) or takes it out.
 	Maintenance func(ctx context.Context, name string, on bool) error
 	// Describe, when set, completes listings with what Kubernetes and the cloud know of

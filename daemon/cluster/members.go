@@ -189,3 +189,17 @@ func RenewMemberCert(ctx context.Context, dir string, id *MemberIdentity, addr, 
 	}
 	return SaveMemberIdentity(dir, Fingerprint(id.CA), string(pemCert(id.CA)), resp.CertificatePEM, key.Key)
 }
+
+// RequestChassisCert asks the cluster at addr to sign member name's (holding id) OVN
+// chassis certificate for systemID and the key of csrPEM; it returns the certificate and
+// the OVN CA.
+func RequestChassisCert(ctx context.Context, id *MemberIdentity, addr, name, systemID, csrPEM string) (certPEM, caPEM []byte, err error) {
+	var resp api.ChassisCertResponse
+	err = callAddress(Fingerprint(id.CA), addr, &id.Cert, func(c *client.Client) error {
+		return c.Query(ctx, http.MethodPost, "cluster/members/"+url.PathEscape(name)+"/ovn-chassis", api.ChassisCertRequest{SystemID: systemID, CSR: csrPEM}, &resp)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the OVN chassis certificate of %s: %w", name, err)
+	}
+	return []byte(resp.CertificatePEM), []byte(resp.CAPEM), nil
+}

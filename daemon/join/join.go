@@ -650,3 +650,20 @@ func (s *Service) syncImagesInBackground(rec *Record) {
 		}
 	})
 }
+
+// SignChassis asks the cluster this node joined to sign its OVN chassis certificate
+// (ovnchassis.Signer); it fails until the node is a member.
+func (s *Service) SignChassis(ctx context.Context, systemID, csrPEM string) ([]byte, []byte, error) {
+	rec, err := s.loadJoin()
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec == nil || rec.State != state.JoinMember {
+		return nil, nil, errors.New("this node is not a member of a cluster")
+	}
+	id, err := cluster.LoadMemberIdentity(s.identityDir())
+	if err != nil {
+		return nil, nil, err
+	}
+	return cluster.RequestChassisCert(ctx, id, rec.Server, rec.Name, systemID, csrPEM)
+}

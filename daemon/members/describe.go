@@ -134,25 +134,30 @@ func (s *Service) describeImages(ctx context.Context, ms []api.Member) {
 	}
 }
 
-// sbEndpoint is the OVN southbound database's address: its Service's cluster IP.
-func sbEndpoint(ctx context.Context, cs kubernetes.Interface) (string, error) {
+// sbCentralPort is the southbound database's port for central clients (Neutron, osd),
+// with no RBAC role; ovn-controller uses 6642, restricted to its own chassis (charts/ovn).
+const sbCentralPort = "16642"
+
+// connectSB connects to the OVN southbound database at its Service's cluster IP over SSL,
+// with osd's client certificate (deploy.OVNOsdSecret).
+func connectSB(ctx context.Context, cs kubernetes.Interface) (*ovnsb.Client, error) {
 	svc, err := cs.CoreV1().Services(deploy.Namespace).Get(ctx, "ovn-sb", metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("the OVN southbound database's service: %w", err)
+		return nil, fmt.Errorf("the OVN southbound database's service: %w", err)
 	}
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == "None" {
-		return "", fmt.Errorf("the OVN southbound database's service has no cluster IP")
+		return nil, fmt.Errorf("the OVN southbound database's service has no cluster IP")
 	}
-	return "tcp:" + net.JoinHostPort(svc.Spec.ClusterIP, "6642"), nil
+	tlsCfg, err := deploy.OVNClientTLS(ctx, cs, deploy.Namespace, "ovn-sb."+deploy.Namespace+".svc.cluster.local")
+	if err != nil {
+		return nil, err
+	}
+	return ovnsb.Connect(ctx, "ssl:"+net.JoinHostPort(svc.Spec.ClusterIP, sbCentralPort), tlsCfg)
 }
 
 // tunnelsByHost is the tunnel endpoints of every chassis by hostname ("geneve 10.0.0.2").
 func tunnelsByHost(ctx context.Context, cs kubernetes.Interface) (map[string]string, error) {
-	ep, err := sbEndpoint(ctx, cs)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := ovnsb.Connect(ctx, ep)
+	sb, err := connectSB(ctx, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +175,7 @@ func tunnelsByHost(ctx context.Context, cs kubernetes.Interface) (map[string]str
 
 // deleteChassis deletes the OVN chassis of host and returns their names.
 func deleteChassis(ctx context.Context, cs kubernetes.Interface, host string) ([]string, error) {
-	ep, err := sbEndpoint(ctx, cs)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := ovnsb.Connect(ctx, ep)
+	sb, err := connectSB(ctx, cs)
 	if err != nil {
 		return nil, err
 	}

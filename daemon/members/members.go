@@ -73,6 +73,7 @@ func (s *Service) Hooks(svc *cluster.Service) {
 	svc.Agent, svc.NodeStates, svc.Local, svc.RemoveNode = s.agentCredential, s.nodeStates, s.localMember, s.removeNode
 	svc.Admit, svc.TokenIssued, svc.TokenDropped = s.admitMember, nil, s.dropAgentTokens
 	svc.Maintenance, svc.Describe = s.maintenance, s.describe
+	svc.SignChassis = s.signChassis
 	s.st.Go(s.keepAdmission)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/ovnchassis"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/hypervisor"
@@ -159,6 +160,14 @@ func cloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
 			errs = append(errs, err)
 		} else {
 			fmt.Fprintf(out, "removed %s\n", novaStateDir)
+		}
+	}
+	// The OVN chassis certificate (its CA goes with the cluster).
+	if fileExists(ovnchassis.Dir) {
+		if err := os.RemoveAll(ovnchassis.Dir); err != nil {
+			errs = append(errs, err)
+		} else {
+			fmt.Fprintf(out, "removed %s\n", ovnchassis.Dir)
 		}
 	}
 	return errs

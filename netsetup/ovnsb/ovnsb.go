@@ -6,6 +6,7 @@ package ovnsb
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -51,15 +52,20 @@ func DatabaseModel() (model.ClientDBModel, error) {
 // Client is a connected, monitoring client of one southbound database.
 type Client struct{ c client.Client }
 
-// Connect dials endpoint (e.g. tcp:10.43.0.42:6642) and returns once the monitored tables
-// are in the cache.
-func Connect(ctx context.Context, endpoint string) (*Client, error) {
+// Connect dials endpoint (e.g. tcp:10.43.0.42:6642, or ssl:10.43.0.42:16642 with tlsCfg
+// holding osd's client certificate and the OVN CA) and returns once the monitored tables
+// are in the cache. tlsCfg is nil for tcp: and unix: endpoints.
+func Connect(ctx context.Context, endpoint string, tlsCfg *tls.Config) (*Client, error) {
 	m, err := DatabaseModel()
 	if err != nil {
 		return nil, fmt.Errorf("southbound model: %w", err)
 	}
 	discard := logr.Discard()
-	c, err := client.NewOVSDBClient(m, client.WithEndpoint(endpoint), client.WithLogger(&discard))
+	opts := []client.Option{client.WithEndpoint(endpoint), client.WithLogger(&discard)}
+	if tlsCfg != nil {
+		opts = append(opts, client.WithTLSConfig(tlsCfg))
+	}
+	c, err := client.NewOVSDBClient(m, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("southbound client: %w", err)
 	}

@@ -128,7 +128,7 @@ func TestSouthboundChassis(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sb, err := Connect(ctx, "unix:"+sock)
+	sb, err := Connect(ctx, "unix:"+sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
