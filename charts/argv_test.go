@@ -39,7 +39,9 @@ type argvLeak struct {
 	variable, command string
 }
 
-func (l argvLeak) String() string { return fmt.Sprintf("$%s in the arguments of %q", l.variable, l.command) }
+func (l argvLeak) String() string {
+	return fmt.Sprintf("$%s in the arguments of %q", l.variable, l.command)
+}
 
 // shellWord is a word of a simple command: its text as written and the variables it expands.
 type shellWord struct {

@@ -72,13 +72,13 @@ var NodePortRange = PortRange{30000, 32767}
 
 // DefaultInternalTCP are the TCP ports of osd's internals that listen on the host or are
 // NodePorts: MariaDB, RabbitMQ (AMQP, management, clustering, epmd), memcached, the OVN
-// databases (and their raft ports), Ceph (mon v2/v1, OSDs and mgr), k3s (API and
+// databases (and their raft ports, and the southbound port of Neutron and osd, 16642), Ceph (mon v2/v1, OSDs and mgr), k3s (API and
 // supervisor, etcd when embedded), the kubelet and the control plane's local ports,
 // libvirt's TCP listeners, QEMU's VNC servers, and every NodePort.
 func DefaultInternalTCP() []PortRange {
 	return []PortRange{{2379, 2381}, {3300, 3300}, {3306, 3306}, {4369, 4369}, {5672, 5672},
 		{5900, 6923}, {6443, 6443}, {6641, 6644}, {6789, 6789}, {6800, 7300}, {10248, 10260},
-		{11211, 11211}, {15672, 15672}, {16509, 16509}, {16514, 16514}, {25672, 25672}, NodePortRange}
+		{11211, 11211}, {15672, 15672}, {16509, 16509}, {16514, 16514}, {16642, 16642}, {25672, 25672}, NodePortRange}
 }
 
 // DefaultInternalUDP are the UDP ports of osd's internals: Geneve (6081), VXLAN (4789,

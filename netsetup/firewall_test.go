@@ -151,7 +151,7 @@ func TestFirewallSets(t *testing.T) {
 		{MembersSet6, "set members6 ipv6_addr {}"},
 		{PublicTCPSet, "set public_tcp inet_service {30000,30004,30080,30292,30500,30680,30696,30774,30776,30778}"},
 		{InternalUDP, "set internal_udp inet_service {4789,6081,8472,30000-32767}"},
-		{InternalTCP, "set internal_tcp inet_service {2379-2381,3300,3306,4369,5672,5900-7300,10248-10260,11211,15672,16509,16514,25672,30000-32767}"},
+		{InternalTCP, "set internal_tcp inet_service {2379-2381,3300,3306,4369,5672,5900-7300,10248-10260,11211,15672,16509,16514,16642,25672,30000-32767}"},
 	} {
 		got, ok := rs.Set(tt.set)
 		if !ok || got.String() != tt.want {

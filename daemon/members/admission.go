@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-		"time"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
