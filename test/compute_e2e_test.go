@@ -78,6 +78,7 @@ func checkComputeNode(t *testing.T, n *node) {
 		return
 	}
 	t.Run("the node as the cluster shows it", func(t *testing.T) { checkComputeMember(t, n, node1) })
+	t.Run("the compute node's kubelet reads only its pods' Secrets", func(t *testing.T) { checkComputeSecrets(t, n, n2) })
 	t.Run("servers on both nodes talk across the tunnel", func(t *testing.T) { checkCrossNode(t, n, n2, node1, f) })
 	t.Run("maintenance", func(t *testing.T) { checkMaintenance(t, n, node1) })
 	t.Run("a node holding state is not removed", func(t *testing.T) { checkStateRefusal(t, n) })
@@ -717,4 +718,44 @@ func computeDiagnostics(n *node, n2 *nsNode) string {
 		run(node.name+" external ids", node.in("ovs-vsctl", "get", "open", ".", "external_ids"))
 	}
 	return b.String()
+}
+
+// computeNodeSecrets are the Secrets a compute-only node's pods reference (nova-compute, the
+// metadata agent; ovn-controller none): what Kubernetes' node authorizer lets its kubelet
+// read (charts' TestComputeNodeSecrets renders the same list).
+var computeNodeSecrets = []string{"nova-compute-config", "nova-keystone", "nova-rabbitmq", "metadata-proxy", "neutron-config", "ceph-client-cinder"}
+
+// checkComputeSecrets: with the compute node's own kubelet credential, every Secret of the
+// openstack namespace but its pods' is forbidden (neutron-db and every database password
+// among them), and so is listing them.
+func checkComputeSecrets(t *testing.T, n *node, n2 *nsNode) {
+	kubeconfig := filepath.Join(n2.stateDir(), "k3s", "agent", "kubelet.kubeconfig")
+	kubectl := func(args ...string) (string, error) {
+		b, err := n2.nsenter(append([]string{filepath.Join(n.stateDir, "bin", "kubectl"), "--kubeconfig", kubeconfig, "-n", "openstack"}, args...)...).CombinedOutput()
+		return string(b), err
+	}
+	if out, err := kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); err != nil || strings.TrimSpace(out) != "system:node:"+cnName {
+		t.Fatalf("kubectl auth whoami with %s = %q, %v, want system:node:%s", kubeconfig, out, err, cnName)
+	}
+	out, err := n.kubectl("get", "secrets", "-n", "openstack", "-o", "jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}")
+	if err != nil {
+		t.Fatalf("kubectl get secrets: %v\n%s", err, out)
+	}
+	names := strings.Fields(out)
+	if !slices.Contains(names, "neutron-db") {
+		t.Fatalf("the cloud has no Secret neutron-db (have %v): the check would prove nothing", names)
+	}
+	for _, name := range names {
+		out, err := kubectl("get", "secret", name, "-o", "name")
+		allowed := slices.Contains(computeNodeSecrets, name)
+		switch {
+		case allowed && err != nil && !strings.Contains(out, "NotFound"):
+			t.Errorf("the compute node's kubelet cannot read Secret %s, which its pods use: %v\n%s", name, err, out)
+		case !allowed && (err == nil || !strings.Contains(out, "forbidden")):
+			t.Errorf("the compute node's kubelet reading Secret %s = %v\n%s, want forbidden", name, err, out)
+		}
+	}
+	if out, err := kubectl("get", "secrets"); err == nil || !strings.Contains(out, "forbidden") {
+		t.Errorf("the compute node's kubelet listing Secrets = %v\n%s, want forbidden", err, out)
+	}
 }

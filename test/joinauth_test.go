@@ -119,10 +119,9 @@ func checkJoinBoundToName(t *testing.T, n1, n2 *nsNode) {
 	}
 }
 
-// checkReaddStaysBarred: after osd cluster add of the removed node 2's name, and while a
-// new join of it is under way, the kubelet certificate node 2 kept still cannot create its
-// Node; only the new join's kubelet could. The token is revoked afterwards.
-func checkReaddStaysBarred(t *testing.T, n1, n2 *nsNode) {
+// keptKubeletCert copies the kubelet certificate and key node 2 keeps after its removal
+// (before its reset deletes them) into one PEM file for checkReaddStaysBarred.
+func keptKubeletCert(t *testing.T, n2 *nsNode) string {
 	kept := writeSecret(t, "")
 	agent := filepath.Join(n2.stateDir(), "k3s", "agent")
 	var pem []byte
@@ -136,12 +135,21 @@ func checkReaddStaysBarred(t *testing.T, n1, n2 *nsNode) {
 	if err := os.WriteFile(kept, pem, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return kept
+}
+
+// checkReaddStaysBarred: after osd cluster add of the removed node 2's name, and while a
+// new join of it is under way, the kubelet certificate node 2 kept (kept, from
+// keptKubeletCert) still cannot create its Node; only the new join's kubelet could. The
+// certificate is tried from node 1 itself: the firewall closes node 1's API to the removed
+// node's address. The token is revoked afterwards.
+func checkReaddStaysBarred(t *testing.T, n1, n2 *nsNode, kept string) {
 	tok, err := cluster.DecodeToken(addToken(t, n1, n2.name, "control"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n1.osd(time.Minute, "cluster", "revoke", n2.name)
-	if out, err := createNode(t, n1, n2, kept, n2.name, nil); err == nil || !strings.Contains(out, "removed from the osd cluster") {
+	if out, err := createNode(t, n1, n1, kept, n2.name, nil); err == nil || !strings.Contains(out, "removed from the osd cluster") {
 		t.Errorf("creating its Node with the removed node's kubelet certificate after osd cluster add %s = %q, %v, want it denied", n2.name, out, err)
 	}
 	key, err := cluster.NewMemberKey(tok.Name)
@@ -154,7 +162,7 @@ func checkReaddStaysBarred(t *testing.T, n1, n2 *nsNode) {
 	if err != nil || !strings.Contains(string(out), "k3s_token") {
 		t.Fatalf("POST cluster/join as %s again = %s, %v, want the join credentials", n2.name, out, err)
 	}
-	if out, err := createNode(t, n1, n2, kept, n2.name, nil); err == nil || !strings.Contains(out, "not the one its join started") {
+	if out, err := createNode(t, n1, n1, kept, n2.name, nil); err == nil || !strings.Contains(out, "not the one its join started") {
 		t.Errorf("creating its Node with the removed node's kubelet certificate during a new join of %s = %q, %v, want it denied", n2.name, out, err)
 	}
 }
