@@ -17,14 +17,17 @@ func init() { registerE2E("tenant isolation", stageCheck, checkTenantIsolation) 
 // isolationProbe is busybox sh that defines probe NAME IP PORT: a TCP connect with a
 // 3 s timeout (busybox's nc, $NC), printing "probe NAME open" when it was established (nc
 // says nothing: the peer closed, or timeout ended the idle connection), "probe NAME
-// closed: why" when it timed out (the firewall drops), was refused or had no route, and
-// "probe NAME error: what" otherwise (which fails either way). The same busybox runs it in
-// the guest and in the LAN neighbour's namespace.
+// closed: why" when it timed out (the firewall drops), "probe NAME reached: why" when it
+// was refused or had no route (an answer from the far side: nothing dropped it, so this is
+// no proof the firewall closes it), and "probe NAME error: what" otherwise. Only "open"
+// and "closed" pass. The same busybox runs it in the guest and in the LAN neighbour's
+// namespace.
 const isolationProbe = `probe() {
 	r=$(timeout 8 $NC -w 3 "$2" "$3" </dev/null 2>&1 >/dev/null)
 	case "$r" in
 	"") echo "probe $1 open" ;;
-	*"timed out"*|*refused*|*nreachable*|*"No route"*) echo "probe $1 closed: $r" ;;
+	*"timed out"*) echo "probe $1 closed: $r" ;;
+	*refused*|*nreachable*|*"No route"*) echo "probe $1 reached: $r" ;;
 	*) echo "probe $1 error: $r" ;;
 	esac
 }
@@ -50,7 +53,7 @@ func probeScript(nc string, targets []isolationTarget) string {
 	return b.String()
 }
 
-var probeLineRE = regexp.MustCompile(`(?m)^probe (\S+) (open|closed|error)(.*)$`)
+var probeLineRE = regexp.MustCompile(`(?m)^probe (\S+) (open|closed|reached|error)(.*)$`)
 
 // judgeProbes fails the test for every target whose probe says otherwise than wanted, or
 // that printed nothing.
@@ -69,7 +72,7 @@ func judgeProbes(t *testing.T, zone string, targets []isolationTarget, out strin
 		case tg.open && !strings.HasPrefix(r, "open"):
 			t.Errorf("from %s: %s (%s:%d) = %s, want it reachable", zone, tg.name, tg.ip, tg.port, r)
 		case !tg.open && !strings.HasPrefix(r, "closed"):
-			t.Errorf("from %s: %s (%s:%d) is reachable, want it closed", zone, tg.name, tg.ip, tg.port)
+			t.Errorf("from %s: %s (%s:%d) = %s, want it dropped (closed by the firewall)", zone, tg.name, tg.ip, tg.port, r)
 		case tg.open:
 			open++
 		default:
