@@ -248,7 +248,7 @@ func FirewallRules(spec FirewallSpec) (Ruleset, error) {
 	if err != nil {
 		return Ruleset{}, fmt.Errorf("pod and service CIDRs: %w", err)
 	}
-	m4, m6, err := memberSets(spec.Members)
+	m4, m6, err := memberSets(TrustedMembers(spec))
 	if err != nil {
 		return Ruleset{}, err
 	}
@@ -332,6 +332,28 @@ func prefixes4(cidrs []string) ([]netip.Prefix, error) {
 }
 
 // memberSets parses member addresses into IPv4 and IPv6 host prefixes, sorted, unique.
+// TrustedMembers are spec.Members without any address inside a guest network or the pod or
+// service CIDR (pure): those are guests' or the cluster's own addresses, never a node's, and
+// trusting one as a member (a joiner that gave a floating IP as its address, say) would
+// open the host to guests. What does not parse is kept, for memberSets to refuse.
+func TrustedMembers(spec FirewallSpec) []string {
+	var nets []netip.Prefix
+	for _, c := range append(append([]string(nil), spec.GuestNets...), spec.PodCIDR, spec.ServiceCIDR) {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			nets = append(nets, p.Masked())
+		}
+	}
+	var out []string
+	for _, a := range spec.Members {
+		ip, err := netip.ParseAddr(a)
+		if err == nil && slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) }) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 func memberSets(addrs []string) (v4, v6 []netip.Prefix, err error) {
 	for _, a := range addrs {
 		ip, err := netip.ParseAddr(a)

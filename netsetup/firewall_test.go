@@ -220,3 +220,27 @@ func TestPrefixEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedMembers: a member address inside a guest network or the pod or service CIDR
+// is never trusted (it would open the host to guests); others are kept as given.
+func TestTrustedMembers(t *testing.T) {
+	spec := FirewallSpec{GuestNets: []string{"172.24.4.0/24"}, PodCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16",
+		Members: []string{"192.0.2.2", "172.24.4.150", "10.42.0.7", "10.43.0.41", "2001:db8::2", "::ffff:172.24.4.9", "198.51.100.7"}}
+	want := []string{"192.0.2.2", "2001:db8::2", "198.51.100.7"}
+	if got := TrustedMembers(spec); !slices.Equal(got, want) {
+		t.Errorf("TrustedMembers() = %v, want %v", got, want)
+	}
+	rs, err := FirewallRules(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rs.Sets {
+		if s.Name == MembersSet4 {
+			for _, p := range s.Prefixes {
+				if p.Addr().String() == "172.24.4.150" {
+					t.Errorf("FirewallRules() members4 holds the guest address 172.24.4.150")
+				}
+			}
+		}
+	}
+}

@@ -84,9 +84,10 @@ func (s *Service) postJoin(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	if s.Peers != nil {
-		// The joiner's agent and tunnel reach this host from where it asked from (and
-		// the address it gave): open the firewall to it before it has its credential.
-		if err := s.Peers(r.Context(), joinerAddresses(r.RemoteAddr, req.Address), nil); err != nil {
+		// The joiner's agent and tunnel reach this host from where it asked from: open
+		// the firewall to that address before it has its credential (not to any other
+		// address the request names: the token holder would choose what is trusted).
+		if err := s.Peers(r.Context(), joinerAddresses(r.RemoteAddr), nil); err != nil {
 			return rest.ErrorResponse(fmt.Errorf("open the host firewall to the joining node: %w", err))
 		}
 	}
@@ -105,19 +106,19 @@ func (s *Service) postJoinComplete(r *http.Request) rest.Response {
 	return rest.SyncResponse(m)
 }
 
-// joinerAddresses are the IP addresses of a join request's peer (host:port) and of the
-// API address it gave (host:port), without duplicates (pure).
-func joinerAddresses(remote, stated string) []string {
-	var out []string
-	for _, a := range []string{remote, stated} {
-		if h, _, err := net.SplitHostPort(a); err == nil {
-			a = h
-		}
-		if ip := net.ParseIP(a); ip != nil && !slices.Contains(out, ip.String()) {
-			out = append(out, ip.String())
-		}
+// joinerAddresses is the IP address of a join request's peer (host:port), the one address
+// the firewall opens to a joiner before its join completes (pure). The API address the
+// request gives is trusted only as the member's address once the join completes; before
+// that it is not taken, whatever it says.
+func joinerAddresses(remote string) []string {
+	h, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		h = remote
 	}
-	return out
+	if ip := net.ParseIP(h); ip != nil {
+		return []string{ip.String()}
+	}
+	return nil
 }
 
 func peerCert(r *http.Request) *x509.Certificate {

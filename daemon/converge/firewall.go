@@ -150,11 +150,11 @@ func UpdateFirewallPeers(ctx context.Context, st *state.State, replace, add, rem
 	if !applied {
 		return nil // the firewall step makes the table with these peers
 	}
-	members, err := FirewallMembers(ctx, st)
+	spec, err := FirewallSpec(ctx, st)
 	if err != nil {
 		return err
 	}
-	members = slices.DeleteFunc(members, func(a string) bool { return slices.Contains(gone, a) })
+	members := slices.DeleteFunc(netsetup.TrustedMembers(spec), func(a string) bool { return slices.Contains(gone, a) })
 	changed, err := netsetup.SetFirewallMembers("", members)
 	if err != nil {
 		return fmt.Errorf("firewall members: %w", err)
