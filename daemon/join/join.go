@@ -365,6 +365,13 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 	if err := converge.RecordSysctls(ctx, s.st); err != nil {
 		return err
 	}
+	// The firewall step trusts the cluster's addresses this node joined through before
+	// anything else: a member whose daemon is older than its firewall has no peers recorded
+	// yet, and would otherwise drop the cluster's kubelet, Geneve and Ceph traffic until
+	// its first heartbeat lists the members.
+	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{rec.Server}, rec.Addresses...), nil); err != nil {
+		return err
+	}
 	run := "join-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	err = bootstrap.ExecuteGraph(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), bootstrap.Retry{Attempts: 1}, func(e bootstrap.Event) { emit(converge.StepLine(e)) })
 	if err != nil {
