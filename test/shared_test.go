@@ -104,6 +104,7 @@ func deployShared(t *testing.T) error {
 	shared.node = n
 	shared.mu.Unlock()
 	interruptTeardown()
+	startArgvSampler() // every command line from here on (checkNoSecretInArgv)
 	if err := n.startDaemon(); err != nil {
 		return err
 	}
