@@ -7,6 +7,7 @@ package ovnchassis
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -71,11 +72,13 @@ func SystemID(ctx context.Context) (string, error) {
 	return id, nil
 }
 
-// Due reports whether dir lacks a current certificate for systemID (pure but for reading dir).
+// Due reports whether dir lacks a current certificate for systemID whose key is the one
+// in dir (pure but for reading dir): a crash between writing the key and the certificate
+// leaves a pair that does not match, which the next pass replaces.
 func Due(dir, systemID string, now time.Time) bool {
 	caPEM, err1 := os.ReadFile(filepath.Join(dir, CAFile))
 	certPEM, err2 := os.ReadFile(filepath.Join(dir, CertFile))
-	_, err3 := os.Stat(filepath.Join(dir, KeyFile))
+	keyPEM, err3 := os.ReadFile(filepath.Join(dir, KeyFile))
 	if err1 != nil || err2 != nil || err3 != nil {
 		return true
 	}
@@ -83,7 +86,26 @@ func Due(dir, systemID string, now time.Time) bool {
 	if err != nil {
 		return true
 	}
-	return ovnpki.Due(&ovnpki.CA{Cert: ca}, certPEM, systemID, nil, nil, now)
+	if ovnpki.Due(&ovnpki.CA{Cert: ca}, certPEM, systemID, nil, nil, now) {
+		return true
+	}
+	return !keyMatches(keyPEM, certPEM)
+}
+
+// keyMatches reports whether keyPEM (PKCS #8) is the private key of certPEM's public key.
+func keyMatches(keyPEM, certPEM []byte) bool {
+	kb, _ := pem.Decode(keyPEM)
+	cert, err := ovnpki.ParseCert(certPEM)
+	if kb == nil || err != nil {
+		return false
+	}
+	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return false
+	}
+	priv, ok := key.(interface{ Public() crypto.PublicKey })
+	pub, ok2 := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && ok2 && pub.Equal(priv.Public())
 }
 
 // Ensure makes dir hold a current certificate for systemID, asking sign for one when it

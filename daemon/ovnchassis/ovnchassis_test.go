@@ -33,6 +33,18 @@ func TestEnsure(t *testing.T) {
 	if Due(dir, id, now) {
 		t.Errorf("Due() after Ensure = true")
 	}
+	// A key that is not the certificate's (a crash between the two writes) is due.
+	keyPEM, _ := os.ReadFile(filepath.Join(dir, KeyFile))
+	otherDir := filepath.Join(t.TempDir(), DirName)
+	if _, err := Ensure(ctx, otherDir, id, sign, now); err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _ := os.ReadFile(filepath.Join(otherDir, KeyFile))
+	os.WriteFile(filepath.Join(dir, KeyFile), otherKey, 0o600)
+	if !Due(dir, id, now) {
+		t.Errorf("Due() with another key than the certificate's = false, want true")
+	}
+	os.WriteFile(filepath.Join(dir, KeyFile), keyPEM, 0o600)
 	if fi, err := os.Stat(filepath.Join(dir, KeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file mode = %v, %v, want 0600", fi.Mode().Perm(), err)
 	}
