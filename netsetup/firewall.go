@@ -331,7 +331,6 @@ func prefixes4(cidrs []string) ([]netip.Prefix, error) {
 	return merged, nil
 }
 
-// memberSets parses member addresses into IPv4 and IPv6 host prefixes, sorted, unique.
 // TrustedMembers are spec.Members without any address inside a guest network or the pod or
 // service CIDR (pure): those are guests' or the cluster's own addresses, never a node's, and
 // trusting one as a member (a joiner that gave a floating IP as its address, say) would
@@ -354,6 +353,7 @@ func TrustedMembers(spec FirewallSpec) []string {
 	return out
 }
 
+// memberSets parses member addresses into IPv4 and IPv6 host prefixes, sorted, unique.
 func memberSets(addrs []string) (v4, v6 []netip.Prefix, err error) {
 	for _, a := range addrs {
 		ip, err := netip.ParseAddr(a)
