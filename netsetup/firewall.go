@@ -14,7 +14,7 @@ import (
 const FilterTable = "osd-filter"
 
 // The firewall's named sets. MembersSet4 and MembersSet6 change while the firewall is in
-// place (UpdateFirewallMembers); the others are fixed by FirewallSpec.
+// place (SetFirewallMembers); the others are fixed by FirewallSpec.
 const (
 	GuestSet4    = "guest4"       // where guests' traffic comes from: the external networks
 	ClusterSet4  = "cluster4"     // the pod and service CIDRs

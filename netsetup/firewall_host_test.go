@@ -192,8 +192,9 @@ func TestFirewallNamespaces(t *testing.T) {
 	}
 
 	// The LAN neighbour becomes a member: its address goes into the set in place.
-	if ok, err := UpdateFirewallMembers(l.host, []string{"192.168.77.2"}, nil); err != nil || !ok {
-		t.Fatalf("UpdateFirewallMembers(add) = %v, %v, want true, nil", ok, err)
+	withLAN := append(slices.Clone(spec.Members), "192.168.77.2")
+	if ok, err := SetFirewallMembers(l.host, withLAN); err != nil || !ok {
+		t.Fatalf("SetFirewallMembers(add) = %v, %v, want true, nil", ok, err)
 	}
 	obs, err := observeFirewall(l.host)
 	if err != nil || !slices.Equal(obs.Members, []string{"192.168.77.1", "192.168.77.2"}) {
@@ -211,16 +212,16 @@ func TestFirewallNamespaces(t *testing.T) {
 	if reaches(t, l.lan, "192.168.77.1:6443") {
 		t.Error("a removed member still reaches the k3s API")
 	}
-	if ok, err := UpdateFirewallMembers(l.host, []string{"192.168.77.2"}, nil); err != nil || !ok {
-		t.Fatalf("UpdateFirewallMembers(add) = %v, %v", ok, err)
+	if ok, err := SetFirewallMembers(l.host, withLAN); err != nil || !ok {
+		t.Fatalf("SetFirewallMembers(add) = %v, %v", ok, err)
 	}
 	// A member's open connection (a kubelet's watch) ends with its membership.
 	conn := echoConn(t, l.host, l.lan, "192.168.77.1:6450")
 	if !echoes(conn, "before") {
 		t.Fatal("a member's connection to an internal port does not echo")
 	}
-	if ok, err := UpdateFirewallMembers(l.host, nil, []string{"192.168.77.2", "192.168.77.9"}); err != nil || !ok {
-		t.Fatalf("UpdateFirewallMembers(remove, one absent) = %v, %v, want true, nil", ok, err)
+	if ok, err := SetFirewallMembers(l.host, spec.Members); err != nil || !ok {
+		t.Fatalf("SetFirewallMembers(remove) = %v, %v, want true, nil", ok, err)
 	}
 	if reaches(t, l.lan, "10.43.0.41:6641") {
 		t.Error("a removed member still reaches the ClusterIP")
@@ -235,8 +236,8 @@ func TestFirewallNamespaces(t *testing.T) {
 	if removed, err := DeleteFirewall(l.host); err != nil || removed {
 		t.Errorf("DeleteFirewall again = %v, %v, want false, nil", removed, err)
 	}
-	if ok, err := UpdateFirewallMembers(l.host, []string{"192.168.77.2"}, nil); err != nil || ok {
-		t.Errorf("UpdateFirewallMembers without the table = %v, %v, want false, nil", ok, err)
+	if ok, err := SetFirewallMembers(l.host, withLAN); err != nil || ok {
+		t.Errorf("SetFirewallMembers without the table = %v, %v, want false, nil", ok, err)
 	}
 	if !reaches(t, l.guest, "10.43.0.41:6641") {
 		t.Error("after DeleteFirewall a guest still cannot reach the ClusterIP, want it to (the table is gone)")

@@ -158,61 +158,6 @@ func DeleteFirewall(nsPath string) (bool, error) {
 	return true, nil
 }
 
-// UpdateFirewallMembers adds the addresses add to the members' sets and takes remove out,
-// in place (the rules stay). Without osd's filter table it does nothing and says so
-// (false): the next EnsureFirewall creates it with the members it is given.
-func UpdateFirewallMembers(nsPath string, add, remove []string) (bool, error) {
-	a4, a6, err := memberSets(add)
-	if err != nil {
-		return false, err
-	}
-	r4, r6, err := memberSets(remove)
-	if err != nil {
-		return false, err
-	}
-	obs, err := observeFirewall(nsPath)
-	if err != nil || !obs.Present {
-		return false, err
-	}
-	c, done, err := nftConn(nsPath)
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	t := filterTable()
-	for _, u := range []struct {
-		set      *nftables.Set
-		add, del []netip.Prefix
-	}{
-		{&nftables.Set{Table: t, Name: MembersSet4, KeyType: nftables.TypeIPAddr}, a4, r4},
-		{&nftables.Set{Table: t, Name: MembersSet6, KeyType: nftables.TypeIP6Addr}, a6, r6},
-	} {
-		if len(u.del) > 0 {
-			// Deleting an absent element fails the batch: delete only what is there.
-			var present []netip.Prefix
-			for _, p := range u.del {
-				if slices.Contains(obs.Members, p.Addr().String()) {
-					present = append(present, p)
-				}
-			}
-			if len(present) > 0 {
-				if err := c.SetDeleteElements(u.set, addrElements(present)); err != nil {
-					return false, err
-				}
-			}
-		}
-		if len(u.add) > 0 {
-			if err := c.SetAddElements(u.set, addrElements(u.add)); err != nil {
-				return false, err
-			}
-		}
-	}
-	if err := c.Flush(); err != nil {
-		return false, fmt.Errorf("update the members of nftables table inet %s: %w", FilterTable, err)
-	}
-	return true, forgetConnections(nsPath, append(r4, r6...))
-}
-
 // SetFirewallMembers makes the members' sets hold exactly members, in place and in one
 // transaction. Without osd's filter table it does nothing (false, nil).
 func SetFirewallMembers(nsPath string, members []string) (bool, error) {

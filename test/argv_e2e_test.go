@@ -61,7 +61,6 @@ func sampleArgv() {
 	}
 }
 
-
 // secretValues are the cloud's secret values by "Secret/key": every one-line value of at
 // least 12 bytes of the openstack namespace's Secrets but Helm's release records, less
 // identifiers that are not credentials (UUIDs: Ceph's fsid, the libvirt secret's uuid),
@@ -74,8 +73,8 @@ func secretValues(t *testing.T, n *node) map[string]string {
 	var list struct {
 		Items []struct {
 			Metadata struct{ Name string } `json:"metadata"`
-			Type     string               `json:"type"`
-			Data     map[string]string    `json:"data"`
+			Type     string                `json:"type"`
+			Data     map[string]string     `json:"data"`
 		} `json:"items"`
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
