@@ -269,3 +269,38 @@ func TestRabbitMQUserPerService(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceUserRoles checks the roles each chart's registration step gives its Keystone
+// service user (docs/security.md "Service users' Keystone roles"): service for all, admin
+// only for those whose calls this release's policies keep admin-only.
+func TestServiceUserRoles(t *testing.T) {
+	want := map[string]string{
+		"glance": "service", "placement": "service",
+		"nova": "admin,service", "neutron": "admin,service", "cinder": "admin,service", "heat": "admin,service",
+	}
+	for chart, roles := range want {
+		t.Run(chart, func(t *testing.T) {
+			r := renderWorkloads(t, chart, hardeningSpec(deploy.StorageCeph))
+			found := 0
+			for pname, pod := range r.pods {
+				cs := podContainers(pod)
+				for i := range cs {
+					c := &cs[i]
+					if !strings.HasPrefix(c.Name, "keystone-register") {
+						continue
+					}
+					if envByName(c, "SVC_USER") == nil {
+						continue // a service registered without a user (heat's cfn)
+					}
+					found++
+					if e := envByName(c, "SVC_ROLES"); e == nil || e.Value != roles {
+						t.Errorf("%s %s SVC_ROLES = %+v, want %q", pname, c.Name, e, roles)
+					}
+				}
+			}
+			if found == 0 {
+				t.Fatalf("%s renders no keystone registration step with a user", chart)
+			}
+		})
+	}
+}

@@ -8,8 +8,8 @@ One interpreter speaking Keystone's REST API, not one openstack client process p
 # openstack client starts a new interpreter per call: a dozen calls took minutes on a busy
 # host). Idempotent: everything is looked up first, created when missing, corrected when
 # it differs; a create that loses a race with another Job (409) is looked up again.
-#   register      service user (SVC_USER, SVC_PASSWORD, optional) with admin and service on
-#                 project service; service SVC_NAME of SVC_TYPE; ENDPOINT_{PUBLIC,INTERNAL,ADMIN}
+#   register      service user (SVC_USER, SVC_PASSWORD, optional) with the roles SVC_ROLES
+#                 (default admin,service) on project service; service SVC_NAME of SVC_TYPE; ENDPOINT_{PUBLIC,INTERNAL,ADMIN}
 #   stack-domain  domain STACK_DOMAIN with DOMAIN_ADMIN (DOMAIN_ADMIN_PASSWORD) as its
 #                 admin; roles OWNER_ROLE and USER_ROLE; OWNER_ROLE for admin on project admin
 import http.client, json, os, sys, time, urllib.error, urllib.parse, urllib.request
@@ -127,18 +127,38 @@ def grant(role, user, project=None, domain=None):
     call("PUT", "%s/users/%s/roles/%s" % (target, user["id"], role["id"]))
 
 
+def revoke(role, user, project):
+    """Takes role away from user on project when held (404: not held)."""
+    path = "/projects/%s/users/%s/roles/%s" % (project["id"], user["id"], role["id"])
+    code, doc, _ = request("HEAD", path, token=TOKEN)
+    if code == 404:
+        return
+    if code not in (200, 204):
+        sys.exit("keystone: HEAD %s: %s %s" % (path, code or "no answer", doc.get("error")))
+    call("DELETE", path)
+    print("revoked role %s of user %s" % (role["name"], user["name"]))
+
+
 def register():
     default = find("domains", "Default") or sys.exit("keystone has no Default domain")
     if env("SVC_USER"):
         service_project = ensure("projects", "project", "service", {"description": "OpenStack services"},
                                  domain_id=default["id"])
         user = ensure_user(env("SVC_USER"), default, env("SVC_PASSWORD", ""))
-        grant(ensure("roles", "role", "admin"), user, project=service_project)
-        # The service role marks the service user's token as a service's: Cinder deletes
-        # the attachment of a volume a server still has (Nova's detach, a server's delete)
-        # only for a service token with it (service_token_roles), else answers 409 and the
-        # volume stays "detaching" for good. Keystone's bootstrap does not make the role.
-        grant(ensure("roles", "role", "service"), user, project=service_project)
+        # SVC_ROLES: the roles the service user holds on project service, of the two osd
+        # manages (admin, service); the other one is revoked when held (a chart that no
+        # longer needs admin takes it away from an existing cloud's user). The service role
+        # marks the user's token as a service's: Keystone validates tokens for it (no admin
+        # needed for that), and Cinder deletes the attachment of a volume a server still
+        # has (Nova's detach, a server's delete) only for a service token with it
+        # (service_token_roles), else answers 409. Keystone's bootstrap does not make it.
+        wanted = [r for r in env("SVC_ROLES", "admin,service").split(",") if r]
+        for name in ("admin", "service"):
+            role = ensure("roles", "role", name)
+            if name in wanted:
+                grant(role, user, project=service_project)
+            else:
+                revoke(role, user, project=service_project)
     name = env("SVC_NAME")
     service = next((s for s in call("GET", "/services")["services"] if s.get("name") == name), None)
     if service is None:
@@ -228,15 +248,17 @@ Keystone service user, service and endpoints (idempotent: looked up, created whe
 endpoints corrected when their URL changed). The endpoint URLs travel as environment
 variables, so URLs such as .../v1/%(tenant_id)s never meet a shell's parser:
 (dict ... "name" "keystone-register" "user" "glance" "passwordSecret" "glance-keystone"
-"service" (dict "name" "glance" "type" "image" "description" "...")
+"service" (dict "name" "glance" "type" "image" "description" "...") "roles" (list "service")
 "endpoints" (dict "public" URL "internal" URL "admin" URL) "authURL" URL "region" R).
-Without "user" only the service and its endpoints are registered.
+Without "user" only the service and its endpoints are registered. "roles" are the user's
+roles on project service (default admin and service; osd-lib.keystoneProgram's register).
 */}}
 {{- define "osd-lib.keystoneRegisterStep" -}}
 {{- $env := list -}}
 {{- if .user -}}
 {{- $env = append $env (dict "name" "SVC_USER" "value" .user) -}}
 {{- $env = append $env (dict "name" "SVC_PASSWORD" "valueFrom" (dict "secretKeyRef" (dict "name" .passwordSecret "key" "password"))) -}}
+{{- $env = append $env (dict "name" "SVC_ROLES" "value" (join "," (.roles | default (list "admin" "service")))) -}}
 {{- end -}}
 {{- $env = append $env (dict "name" "SVC_NAME" "value" .service.name) -}}
 {{- $env = append $env (dict "name" "SVC_TYPE" "value" .service.type) -}}
