@@ -92,7 +92,14 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 	st := &state.State{Cfg: d.cfg, DB: db, Ctx: ctx, WG: &d.wg, Started: d.started, Stop: d.fail,
 		Ops: operations.New(ctx, &d.wg)}
-	st.Node = node.New(ctx, d.cfg.K3s(), d.cfg.Self, node.Hooks{OnStop: d.onStop, Fail: d.fail})
+	st.Node = node.New(ctx, d.cfg.K3s(), d.cfg.Self, node.Hooks{OnStop: d.onStop, Fail: d.fail,
+		// The control nodes (by their role labels) are the only sources of the firewall's
+		// control-only ports.
+		ControlSources: func(ctx context.Context, sources []string) {
+			if err := converge.UpdateFirewallControl(ctx, st, sources); err != nil {
+				slog.Error("firewall control sources", "err", err)
+			}
+		}})
 	d.st = st
 	d.images = images.New(st)
 	d.images.More = func(ctx context.Context) []string { return storage.Images(storage.Current(ctx, st)) }

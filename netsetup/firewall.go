@@ -23,6 +23,9 @@ const (
 	PublicTCPSet = "public_tcp"   // the public endpoints' ports
 	InternalTCP  = "internal_tcp" // osd's internal TCP ports on this host
 	InternalUDP  = "internal_udp" // osd's internal UDP ports on this host
+	ControlTCP   = "control_tcp"  // the ports only control nodes and their pods may reach
+	ControlSet4  = "control4"     // the control nodes' IPv4 addresses and pod CIDRs
+	ControlSet6  = "control6"     // the control nodes' IPv6 addresses
 )
 
 // The firewall's base chains (both type filter, policy accept). Prerouting runs at
@@ -64,6 +67,14 @@ type FirewallSpec struct {
 	PublicTCP   []uint16    // the public endpoints' ports (NodePorts), open to everyone
 	InternalTCP []PortRange // osd's internal TCP ports on this host, closed but to trusted sources
 	InternalUDP []PortRange // osd's internal UDP ports on this host, closed but to trusted sources
+	// ControlOnlyTCP are the TCP ports (as the listener sees them: pod ports and host
+	// sockets) that only ControlSources reach, whatever the other trusted sources: what a
+	// compute node needs none of (the databases, the OVN northbound database and the
+	// southbound one's unrestricted port, memcached, the kubelet, the guests' consoles).
+	ControlOnlyTCP []PortRange
+	// ControlSources are the control nodes' addresses and pod CIDRs (IP addresses or
+	// CIDRs, IPv4 or IPv6), this host's when it is one.
+	ControlSources []string
 }
 
 // NodePortRange is Kubernetes' NodePort range: every NodePort but the public ones is
@@ -79,6 +90,18 @@ func DefaultInternalTCP() []PortRange {
 	return []PortRange{{2379, 2381}, {3300, 3300}, {3306, 3306}, {4369, 4369}, {5672, 5672},
 		{5900, 6923}, {6443, 6443}, {6641, 6644}, {6789, 6789}, {6800, 7300}, {10248, 10260},
 		{11211, 11211}, {15672, 15672}, {16509, 16509}, {16514, 16514}, {16642, 16642}, {25672, 25672}, NodePortRange}
+}
+
+// DefaultControlOnlyTCP are the internal TCP ports only control nodes and their pods
+// reach: MariaDB, RabbitMQ's clustering and management ports (not AMQP: nova-compute
+// speaks it), memcached, the OVN northbound database and the raft ports, the southbound
+// database's unrestricted port (16642: chassis use 6642, under RBAC), the datastore, the
+// kubelet and the control plane's local ports, and QEMU's VNC servers below the
+// Kubernetes API's port (displays 0-542 of a host; the noVNC proxy runs on a control node). The Kubernetes API, osd's API, Ceph,
+// libvirt, 6642 and AMQP stay open to every member.
+func DefaultControlOnlyTCP() []PortRange {
+	return []PortRange{{2379, 2381}, {3306, 3306}, {4369, 4369}, {5900, 6442}, {6641, 6641}, {6643, 6644},
+		{10248, 10260}, {11211, 11211}, {15672, 15672}, {16642, 16642}, {25672, 25672}}
 }
 
 // DefaultInternalUDP are the UDP ports of osd's internals: Geneve (6081), VXLAN (4789,
@@ -229,6 +252,9 @@ func ruleID(digest, chain string, r FirewallRule) string {
 // FirewallRules is the host firewall for spec (pure). Prerouting, in order:
 //
 //   - replies and related packets of tracked connections pass;
+//   - the control-only ports (ControlOnlyTCP) are reached from ControlSources only: a
+//     compute node and its pods, trusted otherwise, reach none (guests and the LAN are
+//     judged by their own rules below);
 //   - trusted sources pass: loopback, pods and services, the members;
 //   - guests may not reach pods or ClusterIPs; they may ping; on this host and on the
 //     members they reach only the public ports; everything else of theirs (routed to the
@@ -252,6 +278,14 @@ func FirewallRules(spec FirewallSpec) (Ruleset, error) {
 	if err != nil {
 		return Ruleset{}, err
 	}
+	c4, c6, err := sourceSets(spec.ControlSources)
+	if err != nil {
+		return Ruleset{}, fmt.Errorf("control sources: %w", err)
+	}
+	// A guest network is never a control node's (as with TrustedMembers).
+	c4 = slices.DeleteFunc(c4, func(p netip.Prefix) bool {
+		return slices.ContainsFunc(guests, func(g netip.Prefix) bool { return g.Overlaps(p) })
+	})
 	rs := Ruleset{Sets: []FirewallSet{
 		{Name: GuestSet4, Kind: SetAddr4, Interval: true, Prefixes: guests},
 		{Name: ClusterSet4, Kind: SetAddr4, Interval: true, Prefixes: cluster},
@@ -260,6 +294,9 @@ func FirewallRules(spec FirewallSpec) (Ruleset, error) {
 		{Name: PublicTCPSet, Kind: SetPort, Ports: MergePorts(Ports(spec.PublicTCP...))},
 		{Name: InternalTCP, Kind: SetPort, Interval: true, Ports: MergePorts(spec.InternalTCP)},
 		{Name: InternalUDP, Kind: SetPort, Interval: true, Ports: MergePorts(spec.InternalUDP)},
+		{Name: ControlTCP, Kind: SetPort, Interval: true, Ports: MergePorts(spec.ControlOnlyTCP)},
+		{Name: ControlSet4, Kind: SetAddr4, Interval: true, Prefixes: c4},
+		{Name: ControlSet6, Kind: SetAddr6, Interval: true, Prefixes: c6},
 	}}
 	var (
 		est       = Cond{Kind: CondEstablished}
@@ -276,10 +313,19 @@ func FirewallRules(spec FirewallSpec) (Ruleset, error) {
 		{Name: "from members (IPv4)", Conds: []Cond{{Kind: CondSrcIn, Arg: MembersSet4}}, Verdict: Accept},
 		{Name: "from members (IPv6)", Conds: []Cond{{Kind: CondSrcIn, Arg: MembersSet6}}, Verdict: Accept},
 	}
+	controlPort := Cond{Kind: CondDPortIn, Arg: ControlTCP}
+	controlOnly := []FirewallRule{
+		{Name: "control nodes to control-only ports (IPv4)", Conds: []Cond{tcp, controlPort, {Kind: CondSrcIn, Arg: ControlSet4}}, Verdict: Accept},
+		{Name: "control nodes to control-only ports (IPv6)", Conds: []Cond{tcp, controlPort, {Kind: CondSrcIn, Arg: ControlSet6}}, Verdict: Accept},
+		{Name: "other pods to control-only ports", Conds: []Cond{tcp, controlPort, {Kind: CondSrcIn, Arg: ClusterSet4}}, Verdict: Drop},
+		{Name: "other members to control-only ports (IPv4)", Conds: []Cond{tcp, controlPort, {Kind: CondSrcIn, Arg: MembersSet4}}, Verdict: Drop},
+		{Name: "other members to control-only ports (IPv6)", Conds: []Cond{tcp, controlPort, {Kind: CondSrcIn, Arg: MembersSet6}}, Verdict: Drop},
+	}
 	pre := []FirewallRule{
 		{Name: "tracked", Conds: []Cond{est}, Verdict: Accept},
 		{Name: "loopback", Conds: []Cond{{Kind: CondIIF, Arg: "lo"}}, Verdict: Accept},
 	}
+	pre = append(pre, controlOnly...)
 	pre = append(pre, trusted...)
 	pre = append(pre,
 		FirewallRule{Name: "guests to pods and services", Conds: []Cond{fromGuest, toCluster}, Verdict: Drop},
@@ -298,6 +344,7 @@ func FirewallRules(spec FirewallSpec) (Ruleset, error) {
 		{Name: "tracked", Conds: []Cond{est}, Verdict: Accept},
 		{Name: "dnat judged in prerouting", Conds: []Cond{{Kind: CondDNAT}}, Verdict: Accept},
 	}
+	fwd = append(fwd, controlOnly...)
 	fwd = append(fwd, trusted...)
 	fwd = append(fwd, FirewallRule{Name: "untrusted to pods and services", Conds: []Cond{toCluster}, Verdict: Drop})
 	rs.Chains = []FirewallChain{{Name: ChainPrerouting, Rules: pre}, {Name: ChainForward, Rules: fwd}}
@@ -315,20 +362,7 @@ func prefixes4(cidrs []string) ([]netip.Prefix, error) {
 		}
 		out = append(out, p.Masked())
 	}
-	slices.SortFunc(out, func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c
-		}
-		return a.Bits() - b.Bits()
-	})
-	var merged []netip.Prefix
-	for _, p := range out {
-		if n := len(merged); n > 0 && merged[n-1].Overlaps(p) {
-			continue // sorted: the earlier (shorter or equal) prefix contains p
-		}
-		merged = append(merged, p)
-	}
-	return merged, nil
+	return mergePrefixes(out), nil
 }
 
 // TrustedMembers are spec.Members without any address inside a guest network or the pod or
@@ -372,6 +406,47 @@ func memberSets(addrs []string) (v4, v6 []netip.Prefix, err error) {
 	slices.SortFunc(v4, cmp)
 	slices.SortFunc(v6, cmp)
 	return slices.Compact(v4), slices.Compact(v6), nil
+}
+
+// sourceSets parses addresses and CIDRs into IPv4 and IPv6 prefixes, masked, sorted,
+// without overlaps (an interval set refuses overlapping elements).
+func sourceSets(items []string) (v4, v6 []netip.Prefix, err error) {
+	for _, a := range items {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			ip, perr := netip.ParseAddr(a)
+			if perr != nil || ip.Zone() != "" {
+				return nil, nil, fmt.Errorf("%q is not an IP address or CIDR", a)
+			}
+			ip = ip.Unmap()
+			p = netip.PrefixFrom(ip, ip.BitLen())
+		}
+		p = p.Masked()
+		if p.Addr().Is4() {
+			v4 = append(v4, p)
+		} else {
+			v6 = append(v6, p)
+		}
+	}
+	return mergePrefixes(v4), mergePrefixes(v6), nil
+}
+
+// mergePrefixes sorts ps and drops every prefix inside an earlier one.
+func mergePrefixes(ps []netip.Prefix) []netip.Prefix {
+	slices.SortFunc(ps, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	var merged []netip.Prefix
+	for _, p := range ps {
+		if n := len(merged); n > 0 && merged[n-1].Overlaps(p) {
+			continue // sorted: the earlier (shorter or equal) prefix contains p
+		}
+		merged = append(merged, p)
+	}
+	return merged
 }
 
 // MergePorts sorts ranges and merges those that overlap or touch (pure).

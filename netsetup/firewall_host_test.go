@@ -21,7 +21,9 @@ import (
 // network (a router's SNAT address), a "lan" neighbour that routes the pod, service and
 // external networks through the host, and a "pod" behind the host's cni0. kube-proxy is
 // played by a nat table in the host with DNAT at priority -100: the ClusterIP
-// 10.43.0.41:6641 and the NodePorts 30500 (public) and 30501 (internal) to the pod.
+// 10.43.0.41:6641 (a control-only port), 10.43.0.44:9696 (open to every member) and
+// the NodePorts 30500 (public) and 30501 (internal) to the pod. The host is the control
+// node; the LAN neighbour, once made a member, plays a compute node.
 type fwLab struct {
 	host, guest, lan, pod string
 }
@@ -64,6 +66,7 @@ func newFirewallLab(t *testing.T) fwLab {
 	chain prerouting {
 		type nat hook prerouting priority -100; policy accept;
 		ip daddr 10.43.0.41 tcp dport 6641 dnat to 10.42.0.5:6641
+		ip daddr 10.43.0.44 tcp dport 9696 dnat to 10.42.0.5:9696
 		fib daddr type local tcp dport 30500 dnat to 10.42.0.5:9292
 		fib daddr type local tcp dport 30501 dnat to 10.42.0.5:9293
 	}
@@ -79,7 +82,7 @@ func newFirewallLab(t *testing.T) fwLab {
 		t.Fatalf("nft -f (kube-proxy's DNAT): %v\n%s", err, out)
 	}
 	listen(t, l.host, "0.0.0.0:6443", "0.0.0.0:8443", "0.0.0.0:2222", "0.0.0.0:5900")
-	listen(t, l.pod, "0.0.0.0:6641", "0.0.0.0:9292", "0.0.0.0:9293")
+	listen(t, l.pod, "0.0.0.0:6641", "0.0.0.0:9292", "0.0.0.0:9293", "0.0.0.0:9696")
 	listen(t, l.lan, "0.0.0.0:8080")
 	return l
 }
@@ -152,6 +155,7 @@ func (l fwLab) checks() []fwCheck {
 		{l.lan, "192.168.77.1:2222", true},    // the host's own services (SSH) left alone
 		{l.pod, "192.168.77.1:6443", true},    // pods reach the host's internals
 		{l.pod, "192.168.77.1:5900", true},    // the noVNC proxy reaches VNC
+		{l.lan, "10.43.0.44:9696", false},     // a ClusterIP open to members, not to the LAN
 		{l.host, "10.43.0.41:6641", true},     // the host itself: nothing of its own output is filtered
 	}
 }
@@ -170,7 +174,8 @@ func TestFirewallNamespaces(t *testing.T) {
 	}
 	spec := FirewallSpec{GuestNets: []string{"172.24.4.0/24"}, PodCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16",
 		Members: []string{"192.168.77.1"}, PublicTCP: []uint16{30500, 30080},
-		InternalTCP: DefaultInternalTCP(), InternalUDP: DefaultInternalUDP()}
+		InternalTCP: DefaultInternalTCP(), InternalUDP: DefaultInternalUDP(),
+		ControlOnlyTCP: DefaultControlOnlyTCP(), ControlSources: []string{"192.168.77.1", "10.42.0.0/24"}}
 	changed, err := EnsureFirewall(l.host, spec)
 	if err != nil || !changed {
 		t.Fatalf("EnsureFirewall = %v, %v, want true, nil", changed, err)
@@ -200,10 +205,27 @@ func TestFirewallNamespaces(t *testing.T) {
 	if err != nil || !slices.Equal(obs.Members, []string{"192.168.77.1", "192.168.77.2"}) {
 		t.Errorf("members after the add = %v, %v, want [192.168.77.1 192.168.77.2]", obs.Members, err)
 	}
-	for _, to := range []string{"192.168.77.1:6443", "10.43.0.41:6641", "192.168.77.1:30501"} {
+	for _, to := range []string{"192.168.77.1:6443", "10.43.0.44:9696", "10.42.0.5:9696", "192.168.77.1:30501"} {
 		if !reaches(t, l.lan, to) {
 			t.Errorf("a member cannot reach %s, want it to", to)
 		}
+	}
+	// It is not a control node: the control-only ports stay closed to it, at the
+	// ClusterIP, at the pod and on the host.
+	for _, to := range []string{"10.43.0.41:6641", "10.42.0.5:6641", "192.168.77.1:5900"} {
+		if reaches(t, l.lan, to) {
+			t.Errorf("a compute member reaches the control-only %s, want it dropped", to)
+		}
+	}
+	// Made a control node (its address among the control sources), it reaches them.
+	ctl := spec
+	ctl.Members = withLAN
+	ctl.ControlSources = append(slices.Clone(spec.ControlSources), "192.168.77.2")
+	if changed, err := EnsureFirewall(l.host, ctl); err != nil || !changed {
+		t.Fatalf("EnsureFirewall with another control node = %v, %v, want true, nil", changed, err)
+	}
+	if !reaches(t, l.lan, "10.43.0.41:6641") {
+		t.Error("a control member cannot reach the control-only ClusterIP, want it to")
 	}
 	// EnsureFirewall with the spec's members takes the extra one out again.
 	if changed, err := EnsureFirewall(l.host, spec); err != nil || !changed {
@@ -223,7 +245,7 @@ func TestFirewallNamespaces(t *testing.T) {
 	if ok, err := SetFirewallMembers(l.host, spec.Members); err != nil || !ok {
 		t.Fatalf("SetFirewallMembers(remove) = %v, %v, want true, nil", ok, err)
 	}
-	if reaches(t, l.lan, "10.43.0.41:6641") {
+	if reaches(t, l.lan, "10.43.0.44:9696") {
 		t.Error("a removed member still reaches the ClusterIP")
 	}
 	if echoes(conn, "after") {

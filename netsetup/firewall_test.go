@@ -7,17 +7,20 @@ import (
 	"testing"
 )
 
-// testFirewallSpec is a two-node cloud's firewall on the node 192.168.1.10, the other
-// member at 192.168.1.11 and 2001:db8::11, the default external network.
+// testFirewallSpec is a two-node cloud's firewall on the control node 192.168.1.10 (pods
+// in 10.42.0.0/24), the other member, a compute node, at 192.168.1.11 and 2001:db8::11
+// (pods in 10.42.1.0/24), the default external network.
 func testFirewallSpec() FirewallSpec {
 	return FirewallSpec{
-		GuestNets:   []string{"172.24.4.0/24"},
-		PodCIDR:     "10.42.0.0/16",
-		ServiceCIDR: "10.43.0.0/16",
-		Members:     []string{"192.168.1.10", "192.168.1.11", "2001:db8::11"},
-		PublicTCP:   []uint16{30500, 30292, 30778, 30696, 30774, 30680, 30776, 30004, 30000, 30080},
-		InternalTCP: DefaultInternalTCP(),
-		InternalUDP: DefaultInternalUDP(),
+		GuestNets:      []string{"172.24.4.0/24"},
+		PodCIDR:        "10.42.0.0/16",
+		ServiceCIDR:    "10.43.0.0/16",
+		Members:        []string{"192.168.1.10", "192.168.1.11", "2001:db8::11"},
+		PublicTCP:      []uint16{30500, 30292, 30778, 30696, 30774, 30680, 30776, 30004, 30000, 30080},
+		InternalTCP:    DefaultInternalTCP(),
+		InternalUDP:    DefaultInternalUDP(),
+		ControlOnlyTCP: DefaultControlOnlyTCP(),
+		ControlSources: []string{"192.168.1.10", "10.42.0.0/24", "2001:db8::10"},
 	}
 }
 
@@ -34,7 +37,9 @@ func TestFirewallRulesVerdicts(t *testing.T) {
 		member = a("192.168.1.11")
 		lan    = a("192.168.1.50")
 		lan6   = a("2001:db8::50")
-		pod    = a("10.42.0.9")
+		pod    = a("10.42.0.9")  // a pod of this (control) node
+		cpod   = a("10.42.1.7")  // a pod of the compute node
+		dbpod  = a("10.42.0.30") // MariaDB's pod here
 	)
 	tcp := func(src, dst netip.Addr, port uint16, local bool) Packet {
 		return Packet{Src: src, Dst: dst, Proto: "tcp", DPort: port, IIF: "eth0", DstLocal: local}
@@ -92,10 +97,32 @@ func TestFirewallRulesVerdicts(t *testing.T) {
 		{"lan traffic routed through the host", ChainPrerouting, tcp(lan, a("198.51.100.1"), 6443, false), Accept, ""},
 		{"member to the k3s API", ChainPrerouting, tcp(member, self, 6443, true), Accept, "from members (IPv4)"},
 		{"member's Geneve", ChainPrerouting, udp(member, self, 6081, true), Accept, "from members (IPv4)"},
-		{"member to a ClusterIP", ChainPrerouting, tcp(member, a("10.43.0.41"), 6641, false), Accept, "from members (IPv4)"},
-		{"member over IPv6 to the kubelet", ChainPrerouting, tcp(a("2001:db8::11"), a("2001:db8::10"), 10250, true), Accept, "from members (IPv6)"},
-		{"pod to the kubelet", ChainPrerouting, tcp(pod, self, 10250, true), Accept, "from pods and services"},
-		{"pod to VNC (the noVNC proxy)", ChainPrerouting, tcp(pod, self, 5900, true), Accept, "from pods and services"},
+		{"member to a ClusterIP", ChainPrerouting, tcp(member, a("10.43.0.44"), 9696, false), Accept, "from members (IPv4)"},
+		{"compute node routing to the OVN NB ClusterIP", ChainPrerouting, tcp(member, a("10.43.0.41"), 6641, false), Drop, "other members to control-only ports (IPv4)"},
+		{"compute node over IPv6 to the kubelet", ChainPrerouting, tcp(a("2001:db8::11"), a("2001:db8::10"), 10250, true), Drop, "other members to control-only ports (IPv6)"},
+		{"control node over IPv6 to the kubelet", ChainPrerouting, tcp(a("2001:db8::10"), a("2001:db8::10"), 10250, true), Accept, "control nodes to control-only ports (IPv6)"},
+		{"pod to the kubelet", ChainPrerouting, tcp(pod, self, 10250, true), Accept, "control nodes to control-only ports (IPv4)"},
+		{"pod to VNC (the noVNC proxy)", ChainPrerouting, tcp(pod, self, 5900, true), Accept, "control nodes to control-only ports (IPv4)"},
+		{"pod to MariaDB", ChainPrerouting, tcp(pod, dbpod, 3306, false), Accept, "control nodes to control-only ports (IPv4)"},
+		{"pod to a ClusterIP's API", ChainPrerouting, tcp(pod, a("10.43.0.44"), 9696, false), Accept, "from pods and services"},
+		{"compute pod to MariaDB's pod", ChainPrerouting, tcp(cpod, dbpod, 3306, false), Drop, "other pods to control-only ports"},
+		{"compute pod to memcached's pod", ChainPrerouting, tcp(cpod, a("10.42.0.31"), 11211, false), Drop, "other pods to control-only ports"},
+		{"compute pod to the OVN NB pod", ChainPrerouting, tcp(cpod, a("10.42.0.32"), 6641, false), Drop, "other pods to control-only ports"},
+		{"compute pod to the unrestricted OVN SB port", ChainPrerouting, tcp(cpod, a("10.42.0.33"), 16642, false), Drop, "other pods to control-only ports"},
+		{"compute pod to the OVN SB RBAC port", ChainPrerouting, tcp(cpod, a("10.42.0.33"), 6642, false), Accept, "from pods and services"},
+		{"compute pod to RabbitMQ", ChainPrerouting, tcp(cpod, a("10.42.0.34"), 5672, false), Accept, "from pods and services"},
+		{"compute pod to RabbitMQ's management", ChainPrerouting, tcp(cpod, a("10.42.0.34"), 15672, false), Drop, "other pods to control-only ports"},
+		{"compute pod to CoreDNS", ChainPrerouting, udp(cpod, a("10.42.0.35"), 53, false), Accept, "from pods and services"},
+		{"compute node to the OVN NB pod", ChainPrerouting, tcp(member, a("10.42.0.32"), 6641, false), Drop, "other members to control-only ports (IPv4)"},
+		{"compute node to a VNC console here", ChainPrerouting, tcp(member, self, 5901, true), Drop, "other members to control-only ports (IPv4)"},
+		{"compute node to the k3s API", ChainPrerouting, tcp(member, self, 6443, true), Accept, "from members (IPv4)"},
+		{"compute node to osd's API", ChainPrerouting, tcp(member, self, 8443, true), Accept, "from members (IPv4)"},
+		{"compute node to the Ceph mon", ChainPrerouting, tcp(member, self, 3300, true), Accept, "from members (IPv4)"},
+		{"compute node to a Ceph OSD", ChainPrerouting, tcp(member, self, 6801, true), Accept, "from members (IPv4)"},
+		{"guest to a MySQL server on the internet", ChainPrerouting, tcp(guest, a("203.0.113.9"), 3306, false), Accept, "guests to the outside"},
+		{"lan traffic to MySQL routed through the host", ChainPrerouting, tcp(lan, a("198.51.100.1"), 3306, false), Accept, ""},
+		{"forward: a compute pod to MariaDB's pod", ChainForward, tcp(cpod, dbpod, 3306, false), Drop, "other pods to control-only ports"},
+		{"forward: a pod to MariaDB's pod", ChainForward, tcp(pod, dbpod, 3306, false), Accept, "control nodes to control-only ports (IPv4)"},
 		{"the host to itself", ChainPrerouting, with(tcp(self, self, 6443, true), func(p *Packet) { p.IIF = "lo" }), Accept, "loopback"},
 		{"forward: a guest's Keystone NodePort to its pod", ChainForward, with(tcp(guest, a("10.42.0.31"), 5000, false), func(p *Packet) { p.DNAT = true }), Accept, "dnat judged in prerouting"},
 		{"forward: a guest to a pod, not DNATed", ChainForward, tcp(guest, a("10.42.0.31"), 5000, false), Drop, "untrusted to pods and services"},
@@ -124,6 +151,7 @@ func TestFirewallRulesInvalid(t *testing.T) {
 		{"no pod CIDR", func(s *FirewallSpec) { s.PodCIDR = "" }, "pod and service"},
 		{"member not an address", func(s *FirewallSpec) { s.Members = []string{"node-a:8443"} }, "member address"},
 		{"member with a zone", func(s *FirewallSpec) { s.Members = []string{"fe80::1%eth0"} }, "member address"},
+		{"control source not an address", func(s *FirewallSpec) { s.ControlSources = []string{"node-a"} }, "control sources"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +168,8 @@ func TestFirewallSets(t *testing.T) {
 	s := testFirewallSpec()
 	s.GuestNets = []string{"172.24.4.7/24", "172.24.4.0/25", "198.51.100.0/24"}
 	s.Members = []string{"192.168.1.11", "::ffff:192.168.1.11", "192.168.1.10"}
+	// Overlaps merged, mapped addresses unmapped, a guest's address never a control node's.
+	s.ControlSources = []string{"192.168.1.10", "10.42.0.5", "10.42.0.0/24", "172.24.4.9", "::ffff:192.168.1.10", "2001:db8::10"}
 	rs, err := FirewallRules(s)
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +181,9 @@ func TestFirewallSets(t *testing.T) {
 		{MembersSet6, "set members6 ipv6_addr {}"},
 		{PublicTCPSet, "set public_tcp inet_service {30000,30004,30080,30292,30500,30680,30696,30774,30776,30778}"},
 		{InternalUDP, "set internal_udp inet_service {4789,6081,8472,30000-32767}"},
+		{ControlTCP, "set control_tcp inet_service {2379-2381,3306,4369,5900-6442,6641,6643-6644,10248-10260,11211,15672,16642,25672}"},
+		{ControlSet4, "set control4 ipv4_addr {10.42.0.0/24,192.168.1.10/32}"},
+		{ControlSet6, "set control6 ipv6_addr {2001:db8::10/128}"},
 		{InternalTCP, "set internal_tcp inet_service {2379-2381,3300,3306,4369,5672,5900-7300,10248-10260,11211,15672,16509,16514,16642,25672,30000-32767}"},
 	} {
 		got, ok := rs.Set(tt.set)

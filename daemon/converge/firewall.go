@@ -18,6 +18,8 @@ import (
 // firewall is the firewall step: osd's host firewall (netsetup.EnsureFirewall) for this
 // host's zones, before Kubernetes starts; the kernel keeps it while the daemon is down.
 func firewall(ctx context.Context, st *state.State) (bool, string, error) {
+	peersMu.Lock() // the peers and control sources it reads are not changing under it
+	defer peersMu.Unlock()
 	spec, err := FirewallSpec(ctx, st)
 	if err != nil {
 		return false, "", err
@@ -26,8 +28,8 @@ func firewall(ctx context.Context, st *state.State) (bool, string, error) {
 	if err == nil {
 		err = st.Set(ctx, state.KeyFirewall, "true")
 	}
-	detail := fmt.Sprintf("table inet %s: guests from %v reach ports %v here; %d trusted member address(es)",
-		netsetup.FilterTable, spec.GuestNets, spec.PublicTCP, len(spec.Members))
+	detail := fmt.Sprintf("table inet %s: guests from %v reach ports %v here; %d trusted member address(es), %d control source(s)",
+		netsetup.FilterTable, spec.GuestNets, spec.PublicTCP, len(spec.Members), len(spec.ControlSources))
 	return changed, detail, err
 }
 
@@ -47,13 +49,83 @@ func FirewallSpec(ctx context.Context, st *state.State) (netsetup.FirewallSpec, 
 	if err != nil {
 		return netsetup.FirewallSpec{}, err
 	}
+	control, err := storedList(ctx, st, state.KeyFirewallControl)
+	if err != nil {
+		return netsetup.FirewallSpec{}, err
+	}
 	k := st.Cfg.K3s()
 	return netsetup.FirewallSpec{
 		GuestNets: guests, PodCIDR: k.ClusterCIDR, ServiceCIDR: k.ServiceCIDR, Members: members,
-		PublicTCP:   PublicPorts(deploy.DefaultCatalog()),
-		InternalTCP: append(netsetup.DefaultInternalTCP(), netsetup.Ports(uint16(k.APIPort))...),
-		InternalUDP: netsetup.DefaultInternalUDP(),
+		PublicTCP:      PublicPorts(deploy.DefaultCatalog()),
+		InternalTCP:    append(netsetup.DefaultInternalTCP(), netsetup.Ports(uint16(k.APIPort))...),
+		InternalUDP:    netsetup.DefaultInternalUDP(),
+		ControlOnlyTCP: netsetup.DefaultControlOnlyTCP(),
+		ControlSources: ControlSources(HostAddresses([]string{st.Cfg.PublicIP()}), control),
 	}, nil
+}
+
+// ControlSources are the sources the firewall lets reach the control-only ports (pure):
+// this host's addresses (its own traffic to itself; on a compute node nothing of the
+// control plane listens) and the control nodes' addresses and pod CIDRs (fromNodes, what
+// the cluster's Nodes labelled with the control role last said), sorted, unique, without
+// what is neither an IP address nor a CIDR.
+func ControlSources(self, fromNodes []string) []string {
+	var out []string
+	for _, a := range append(slices.Clone(self), fromNodes...) {
+		if p, err := netip.ParsePrefix(a); err == nil {
+			out = append(out, p.Masked().String())
+		} else if ip, err := netip.ParseAddr(a); err == nil && ip.Zone() == "" {
+			out = append(out, ip.Unmap().String())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// UpdateFirewallControl records the control nodes' addresses and pod CIDRs (sources, from
+// the cluster's Nodes) and, when they changed and the firewall step ran, brings the
+// firewall to them (one transaction: the table is replaced whole).
+func UpdateFirewallControl(ctx context.Context, st *state.State, sources []string) error {
+	peersMu.Lock()
+	defer peersMu.Unlock()
+	sources = ControlSources(nil, sources)
+	have, err := storedList(ctx, st, state.KeyFirewallControl)
+	if err != nil {
+		return err
+	}
+	if slices.Equal(have, sources) {
+		return nil
+	}
+	b, _ := json.Marshal(sources)
+	if err := st.Set(ctx, state.KeyFirewallControl, string(b)); err != nil {
+		return err
+	}
+	applied, err := firewallApplied(ctx, st)
+	if err != nil || !applied {
+		return err
+	}
+	spec, err := FirewallSpec(ctx, st)
+	if err != nil {
+		return err
+	}
+	if _, err := netsetup.EnsureFirewall("", spec); err != nil {
+		return fmt.Errorf("firewall control sources: %w", err)
+	}
+	slog.Info("firewall: control sources updated", "sources", spec.ControlSources)
+	return nil
+}
+
+// storedList is the JSON list of strings under key (nil when unset).
+func storedList(ctx context.Context, st *state.State, key state.Key) ([]string, error) {
+	v, ok, err := st.Get(ctx, key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var out []string
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		return nil, fmt.Errorf("stored %s: %w", key, err)
+	}
+	return out, nil
 }
 
 // PublicPorts are the NodePorts of every service of c, sorted (pure): the public endpoints.
@@ -110,15 +182,8 @@ func HostAddresses(addrs []string) []string {
 var peersMu sync.Mutex
 
 func firewallPeers(ctx context.Context, st *state.State) ([]string, error) {
-	v, ok, err := st.Get(ctx, state.KeyFirewallPeers)
-	if err != nil || !ok {
-		return nil, err
-	}
-	var peers []string
-	if err := json.Unmarshal([]byte(v), &peers); err != nil {
-		return nil, fmt.Errorf("stored firewall peers: %w", err)
-	}
-	return HostAddresses(peers), nil
+	peers, err := storedList(ctx, st, state.KeyFirewallPeers)
+	return HostAddresses(peers), err
 }
 
 // UpdateFirewallPeers records addresses (IP or IP:port) the firewall trusts (add) or no

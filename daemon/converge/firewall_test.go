@@ -9,6 +9,7 @@ import (
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
+	"github.com/osdcloud/osd/netsetup"
 )
 
 func TestPublicPorts(t *testing.T) {
@@ -57,6 +58,35 @@ func TestUpdateFirewallPeers(t *testing.T) {
 		got, err := FirewallMembers(ctx, st)
 		if err != nil || !slices.Equal(got, s.want) {
 			t.Errorf("step %d: FirewallMembers = %v, %v, want %v", i, got, err, s.want)
+		}
+	}
+}
+
+// TestUpdateFirewallControl: the control sources read from the Nodes are recorded and the
+// spec has them beside this host's addresses; before the firewall step ran nothing
+// touches the kernel (this test's host keeps its ruleset).
+func TestUpdateFirewallControl(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.OpenMemory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &state.State{DB: db, Cfg: state.Config{NodeIP: "192.168.1.10"}}
+	for i, s := range []struct{ sources, want []string }{
+		{nil, []string{"192.168.1.10"}},
+		{[]string{"10.42.0.0/24", "192.168.1.10", "10.42.0.9/24"}, []string{"10.42.0.0/24", "192.168.1.10"}},
+		{[]string{"10.42.0.0/24", "192.168.1.12", "not an address", "::ffff:192.168.1.13"}, []string{"10.42.0.0/24", "192.168.1.10", "192.168.1.12", "192.168.1.13"}},
+	} {
+		if err := UpdateFirewallControl(ctx, st, s.sources); err != nil {
+			t.Fatalf("step %d: UpdateFirewallControl = %v", i, err)
+		}
+		spec, err := FirewallSpec(ctx, st)
+		if err != nil || !slices.Equal(spec.ControlSources, s.want) {
+			t.Errorf("step %d: ControlSources = %v, %v, want %v", i, spec.ControlSources, err, s.want)
+		}
+		if _, err := netsetup.FirewallRules(spec); err != nil {
+			t.Errorf("step %d: FirewallRules = %v", i, err)
 		}
 	}
 }

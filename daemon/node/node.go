@@ -26,6 +26,10 @@ type Hooks struct {
 	OnStop func(func(context.Context) error)
 	// Fail stops the daemon because a supervised part (k3s, containerd) ended.
 	Fail func(error)
+	// ControlSources, when set, gets the control nodes' addresses and pod CIDRs
+	// (ControlSources of the cluster's Nodes) each time the pod routes are brought up to
+	// date (every 10 s, every second until this node has its pod CIDR).
+	ControlSources func(context.Context, []string)
 }
 
 // Node is the embedded Kubernetes of this host. Start it once per process with

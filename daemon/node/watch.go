@@ -18,7 +18,7 @@ import (
 func (n *Node) watch(what, waiting string, load func(k3s.Paths) (*rest.Config, error)) {
 	n.supervise(what)
 	client := cachedClient(func() kubernetes.Interface { return probeClient(load, n.cfg.Paths) })
-	go keepPodRoutes(n.ctx, n.cfg.NodeName, client)
+	go keepPodRoutes(n.ctx, n.cfg.NodeName, client, n.hooks.ControlSources)
 	go func() {
 		interval := time.Second
 		for {

@@ -40,6 +40,10 @@ const (
 	// place: only then do changes of the peers touch the kernel (a test's daemon, which
 	// never ran the step, leaves the host's firewall alone).
 	KeyFirewall Key = "host.firewall"
+	// KeyFirewallControl are the control nodes' addresses and pod CIDRs as last read from
+	// the cluster's Nodes (JSON list): the only sources the firewall lets reach the
+	// control-only ports, besides this host's addresses.
+	KeyFirewallControl Key = "host.firewall_control"
 	// KeyJoin is this node's join: JoinJoining, JoinMember or JoinRemoved.
 	KeyJoin Key = "join.state"
 	// KeyStorageWanted and KeyStorageSizeWanted are what osd init asked for (--storage,
