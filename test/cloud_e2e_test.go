@@ -144,6 +144,13 @@ func checkLaunch(t *testing.T, n *node) {
 		t.Fatalf("after osd launch: %v", err)
 	}
 	t.Logf("osd launch:\n%s", out)
+	// Where the time went: Nova's create (with its scheduling and build, from Nova's
+	// events), the guest's boot (from its uptime on the console), ACTIVE to the first ping.
+	for _, phase := range []string{"create to ACTIVE", "Nova: scheduling", "Nova: build on the host", "guest: kernel to /init", "guest: /init to its DHCP lease", "ACTIVE to the first ping"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(phase) + `[^:]*: [0-9]+\.[0-9] s`).MatchString(out) {
+			t.Errorf("osd launch's time spent lacks %q:\n%s", phase, out)
+		}
+	}
 	keyFile := filepath.Join(n.stateDir, "osd-key")
 	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("osd's private key %s: %v, %v, want mode 0600", keyFile, st, err)

@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -79,6 +80,7 @@ func checkComputeNode(t *testing.T, n *node) {
 	}
 	t.Run("the node as the cluster shows it", func(t *testing.T) { checkComputeMember(t, n, node1) })
 	t.Run("the compute node's kubelet reads only its pods' Secrets", func(t *testing.T) { checkComputeSecrets(t, n, n2) })
+	t.Run("the compute node reaches no control-only port", func(t *testing.T) { checkComputeFirewall(t, n, n2) })
 	t.Run("servers on both nodes talk across the tunnel", func(t *testing.T) { checkCrossNode(t, n, n2, node1, f) })
 	t.Run("maintenance", func(t *testing.T) { checkMaintenance(t, n, node1) })
 	t.Run("a node holding state is not removed", func(t *testing.T) { checkStateRefusal(t, n) })
@@ -758,4 +760,42 @@ func checkComputeSecrets(t *testing.T, n *node, n2 *nsNode) {
 	if out, err := kubectl("get", "secrets"); err == nil || !strings.Contains(out, "forbidden") {
 		t.Errorf("the compute node's kubelet listing Secrets = %v\n%s, want forbidden", err, out)
 	}
+}
+
+// checkComputeFirewall probes from node 2 (a compute node: a trusted member, not a control
+// node) what the firewall keeps for control nodes and their pods: MariaDB (ClusterIP and
+// pod), memcached, the OVN northbound database, the southbound database's unrestricted
+// port, and node 1's kubelet and VNC ports must time out; what a compute node needs must
+// connect: the southbound database's RBAC port (its chassis), RabbitMQ (nova-compute),
+// CoreDNS, the Kubernetes API and osd's API.
+func checkComputeFirewall(t *testing.T, n *node, n2 *nsNode) {
+	internal, nodeIP, _ := isolationTargets(t, n)
+	ip := map[string]string{}
+	for _, tg := range internal {
+		ip[tg.name] = tg.ip
+	}
+	targets := []isolationTarget{
+		{name: "mariadb", ip: ip["mariadb"], port: 3306},
+		{name: "mariadb-pod", ip: ip["mariadb-pod"], port: 3306},
+		{name: "memcached", ip: ip["memcached"], port: 11211},
+		{name: "ovn-nb", ip: ip["ovn-nb"], port: 6641},
+		{name: "ovn-sb-unrestricted", ip: ip["ovn-sb"], port: 16642},
+		{name: "kubelet@node1", ip: nodeIP, port: 10250},
+		{name: "vnc5900@node1", ip: nodeIP, port: 5900},
+		{name: "ovn-sb-chassis", ip: ip["ovn-sb"], port: 6642, open: true},
+		{name: "rabbitmq", ip: ip["rabbitmq"], port: 5672, open: true},
+		{name: "kube-dns", ip: ip["kube-dns"], port: 53, open: true},
+		{name: "k3s-api@node1", ip: nodeIP, port: 6443, open: true},
+		{name: "osd-api@node1", ip: nodeIP, port: 8443, open: true},
+	}
+	for _, tg := range targets {
+		if net.ParseIP(tg.ip) == nil {
+			t.Fatalf("no address for %s (have %v)", tg.name, ip)
+		}
+	}
+	out, err := n2.nsenter("busybox", "sh", "-c", probeScript("busybox nc", targets)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("probes from the compute node: %v\n%s", err, out)
+	}
+	judgeProbes(t, "the compute node", targets, string(out))
 }

@@ -216,3 +216,39 @@ func (c *Client) DisableComputeService(ctx context.Context, host, reason string)
 	}
 	return err == nil, err
 }
+
+// ActionEvent is one step Nova recorded of a server action (its start and end; Nova
+// stores them to the second).
+type ActionEvent struct {
+	Event      string `json:"event"`
+	StartTime  string `json:"start_time"`
+	FinishTime string `json:"finish_time"`
+	Result     string `json:"result"`
+}
+
+// CreateEvents are the events of a server's create action (conductor's scheduling, the
+// compute host's build), as Nova records them (admin only).
+func (c *Client) CreateEvents(ctx context.Context, id string) ([]ActionEvent, error) {
+	var list struct {
+		Actions []struct {
+			Action    string `json:"action"`
+			RequestID string `json:"request_id"`
+		} `json:"instanceActions"`
+	}
+	if err := c.do(ctx, "GET", compute, "servers/"+url.PathEscape(id)+"/os-instance-actions", nil, nil, &list); err != nil {
+		return nil, err
+	}
+	for _, a := range list.Actions {
+		if a.Action != "create" {
+			continue
+		}
+		var out struct {
+			Action struct {
+				Events []ActionEvent `json:"events"`
+			} `json:"instanceAction"`
+		}
+		err := c.do(ctx, "GET", compute, "servers/"+url.PathEscape(id)+"/os-instance-actions/"+url.PathEscape(a.RequestID), nil, nil, &out)
+		return out.Action.Events, err
+	}
+	return nil, fmt.Errorf("server %s has no create action", id)
+}

@@ -19,7 +19,7 @@ type LaunchResult = api.LaunchResult
 // HostProbe is how Launch checks reachability from the host (real
 // implementations in HostNetwork; tests may substitute).
 type HostProbe interface {
-	Ping(ctx context.Context, ip string) error  // one echo request, 1 s timeout
+	Ping(ctx context.Context, ip string) error  // one echo request, 500 ms timeout
 	Route(ctx context.Context, ip string) error // nil when the host has a route to ip
 	// SSH logs in to ip as user with key, accepting only hostKey, and runs command.
 	SSH(ctx context.Context, ip, user string, key ssh.Signer, hostKey ssh.PublicKey, command string) (string, error)
@@ -35,8 +35,8 @@ type Launcher struct {
 	KeyFile, KnownHosts string
 	// ActiveTimeout and PingTimeout bound the waits (defaults 5 min and 3 min: TCG is slow).
 	ActiveTimeout, PingTimeout time.Duration
-	// Poll is the pause between status checks, and the least time from one ping to the
-	// next (default 1 s: a ping that waited out its own 1 s timeout is sent again at once).
+	// Poll is the pause between status checks (default 500 ms), and four times the least
+	// time from one ping to the next.
 	Poll time.Duration
 	// MetadataTimeout bounds the wait, once the server answers ping, for the guest's
 	// report of the metadata service on its console (default 90 s), and SSHTimeout the
@@ -46,10 +46,14 @@ type Launcher struct {
 
 func (l Launcher) poll() time.Duration {
 	if l.Poll == 0 {
-		return time.Second
+		return 500 * time.Millisecond
 	}
 	return l.Poll
 }
+
+// pingPoll is the least time from one ping to the next: a quarter of poll (a ping waits
+// half a second for its answer, so an unanswered one is followed by the next at once).
+func (l Launcher) pingPoll() time.Duration { return l.poll() / 4 }
 
 // Launch creates the server tg describes (Resolve made it), waits until it is ACTIVE,
 // gives it a floating IP from the external network and waits until the host can ping
@@ -92,7 +96,8 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 		l.dropFloatingIP(ctx, <-attached)
 		return res, err
 	}
-	res.ActiveIn = time.Since(start).Round(100 * time.Millisecond).String()
+	activeAt := time.Now()
+	res.ActiveIn = activeAt.Sub(start).Round(100 * time.Millisecond).String()
 	emit(fmt.Sprintf("server %s: ACTIVE on %s after %s", req.Name, srv.Host, res.ActiveIn))
 	close(active)
 	at := <-attached
@@ -107,8 +112,12 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 	}
 	res.FloatingIP = at.fip.FloatingIPAddress
 	emit(fmt.Sprintf("server %s: fixed IP %s, floating IP %s; waiting for it to answer ping", req.Name, res.FixedIP, res.FloatingIP))
-	if u, err := c.ConsoleURL(ctx, srv.ID); err == nil {
-		res.ConsoleURL = u
+	// The console's URL is asked for once the server answers (or not): not before the
+	// first ping, which it would delay by an API call.
+	consoleURL := func() {
+		if u, err := c.ConsoleURL(ctx, srv.ID); err == nil {
+			res.ConsoleURL = u
+		}
 	}
 
 	pingTimeout := l.PingTimeout
@@ -119,12 +128,16 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 	for {
 		sent := time.Now()
 		if err := l.Probe.Ping(ctx, res.FloatingIP); err == nil {
+			pingAt := time.Now()
 			res.Reachable = true
-			res.PingIn = time.Since(start).Round(100 * time.Millisecond).String()
+			res.PingIn = pingAt.Sub(start).Round(100 * time.Millisecond).String()
 			emit(fmt.Sprintf("server %s: %s answers ping (%s after create)", req.Name, res.FloatingIP, res.PingIn))
+			consoleURL()
 			con := l.guestReport(ctx, srv.ID)
 			res.Metadata = metadataReport(con, srv.ID, l.metadataTimeout())
 			emit(fmt.Sprintf("server %s: metadata service: %s", req.Name, res.Metadata))
+			events, _ := c.CreateEvents(ctx, srv.ID) // admin only: without them the profile has less
+			res.Profile = LaunchProfile(ProfileInput{Created: start, Active: activeAt, Pinged: pingAt, Events: events, Console: con})
 			l.reachBySSH(ctx, &res, tg, con, start, emit)
 			return res, nil
 		}
@@ -133,9 +146,10 @@ func (l Launcher) Launch(ctx context.Context, tg LaunchTarget, emit func(string)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(l.poll() - time.Since(sent)):
+		case <-time.After(l.pingPoll() - time.Since(sent)):
 		}
 	}
+	consoleURL()
 	res.Diagnosis = l.diagnose(context.WithoutCancel(ctx), srv.ID, port.ID, res.FloatingIP)
 	return res, fmt.Errorf("server %s (%s) does not answer ping on %s after %s: %s", req.Name, srv.ID, res.FloatingIP, pingTimeout, strings.Join(res.Diagnosis, "; "))
 }

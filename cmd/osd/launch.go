@@ -126,6 +126,13 @@ func printLaunch(r api.LaunchResult) {
 	if r.SSHIn != "" {
 		fmt.Fprintf(tw, "ssh after\t%s\n", r.SSHIn)
 	}
+	for i, p := range r.Profile {
+		label := ""
+		if i == 0 {
+			label = "time spent"
+		}
+		fmt.Fprintf(tw, "%s\t%s: %.1f s\n", label, p.Name, p.Seconds)
+	}
 	if r.Key != "" {
 		fmt.Fprintf(tw, "keypair\t%s\n", r.Key)
 	}

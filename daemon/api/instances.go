@@ -34,6 +34,15 @@ type LaunchResult struct {
 	PingIn     string   `json:"ping_in,omitempty"`     // create -> first ping answer
 	SSHIn      string   `json:"ssh_in,omitempty"`      // create -> first SSH login
 	Metadata   string   `json:"metadata,omitempty"`    // what the guest got from the metadata service
+	// Profile is where the time from create to the first ping went, in order (what
+	// could be measured: Nova's action events, the guest's own uptime on its console).
+	Profile []LaunchPhase `json:"profile,omitempty"`
+}
+
+// LaunchPhase is one part of a launch's time.
+type LaunchPhase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Instance is one server as GET /1.0/instances lists it.

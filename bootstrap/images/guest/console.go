@@ -2,6 +2,7 @@ package guest
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -28,10 +29,14 @@ type Console struct {
 	ConfigDrive     string
 	ConfigDriveUUID string
 	NoConfigDrive   bool
+	// InitUptime and LeaseUptime are the guest's uptime (seconds since its kernel started)
+	// when /init started and when eth0 got its (last) lease; 0 when not reported.
+	InitUptime, LeaseUptime float64
 }
 
 var (
 	upLine          = regexp.MustCompile(`osd-guest: eth0 (\S+) up gateway (\S+)`)
+	uptimeField     = regexp.MustCompile(`uptime ([0-9]+(?:\.[0-9]+)?)\s*$`)
 	hostKeyLine     = regexp.MustCompile(`^osd-guest: ssh host key (ssh-ed25519 [A-Za-z0-9+/=]+)$`)
 	keysLine        = regexp.MustCompile(`^osd-guest: ssh keys (.*?) ?installed for `)
 	hostnameLine    = regexp.MustCompile(`^osd-guest: hostname (\S+) \(from `)
@@ -49,7 +54,7 @@ func ParseConsole(log string) Console {
 		line = strings.TrimSpace(line[i:])
 		switch {
 		case strings.HasPrefix(line, Marker+" init started"):
-			c.Started = true
+			c.Started, c.InitUptime = true, uptimeOf(line)
 		case strings.HasPrefix(line, Marker+" no eth0"):
 			c.Started, c.NoNIC = true, true
 		case strings.HasPrefix(line, Marker+" metadata uuid "):
@@ -76,9 +81,22 @@ func ParseConsole(log string) Console {
 			}
 		default:
 			if m := upLine.FindStringSubmatch(line); m != nil {
-				c.Started, c.Address, c.Gateway, c.LeaseFail = true, m[1], m[2], false
+				c.Started, c.Address, c.Gateway, c.LeaseFail, c.LeaseUptime = true, m[1], m[2], false, uptimeOf(line)
 			}
 		}
 	}
 	return c
+}
+
+// uptimeOf is the "uptime SECONDS" a marker line ends with (0 without one).
+func uptimeOf(line string) float64 {
+	m := uptimeField.FindStringSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }

@@ -10,7 +10,7 @@ func TestParseConsole(t *testing.T) {
 	}{
 		{"empty", "", Console{}},
 		{"kernel only", "[    0.000000] Linux version 6.1.0\n", Console{}},
-		{"started", "[    1.2] Run /init\r\nosd-guest: init started, kernel 6.1.0-28-cloud-amd64, uptime 2.01\r\n", Console{Started: true}},
+		{"started", "[    1.2] Run /init\r\nosd-guest: init started, kernel 6.1.0-28-cloud-amd64, uptime 2.01\r\n", Console{Started: true, InitUptime: 2.01}},
 		{"lease failed", "osd-guest: init started\nosd-guest: eth0 no DHCP lease yet (leasefail)\n", Console{Started: true, LeaseFail: true}},
 		{"up", "osd-guest: init started\nosd-guest: eth0 no DHCP lease yet (leasefail)\nosd-guest: eth0 10.20.0.5/24 up gateway 10.20.0.1 mtu 1442\n",
 			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1"}},
@@ -27,6 +27,8 @@ func TestParseConsole(t *testing.T) {
 				ConfigDriveUUID: "3f1c9a4e-0b6d-4c8e-9f3a-2d7e5b1c0a99", Hostname: "web-1", SSHKeys: "osd-key other"}},
 		{"no config drive", "osd-guest: init started\nosd-guest: no config drive\n", Console{Started: true, NoConfigDrive: true}},
 		{"no nic", "osd-guest: init started\nosd-guest: no eth0 (interfaces: lo )\n", Console{Started: true, NoNIC: true}},
+		{"lease with uptime", "osd-guest: init started, kernel 6.1.0, uptime 3.5\nosd-guest: eth0 10.20.0.5/24 up gateway 10.20.0.1 mtu 1442 uptime 6.25\r\n",
+			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1", InitUptime: 3.5, LeaseUptime: 6.25}},
 		{"prefixed by kernel timestamps", "[  5.1] osd-guest: eth0 192.168.1.9/24 up gateway 192.168.1.1 mtu default", Console{Started: true, Address: "192.168.1.9/24", Gateway: "192.168.1.1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -202,7 +202,7 @@ bound|renew)
 	: > /etc/resolv.conf
 	for d in $dns; do echo "nameserver $d" >> /etc/resolv.conf; done
 	[ -n "$hostname" ] && [ ! -e /etc/hostname ] && hostname "$hostname"
-	say "$interface $ip/$mask up gateway ${gw:-none} mtu ${mtu:-default}"
+	say "$interface $ip/$mask up gateway ${gw:-none} mtu ${mtu:-default} uptime $(cut -d' ' -f1 /proc/uptime)"
 	[ "$event" = bound ] && [ ! -e /run/osd-metadata ] && : > /run/osd-metadata && /bin/osd-metadata &
 	;;
 esac
