@@ -53,6 +53,11 @@ func FirewallSpec(ctx context.Context, st *state.State) (netsetup.FirewallSpec, 
 	if err != nil {
 		return netsetup.FirewallSpec{}, err
 	}
+	joined, err := storedList(ctx, st, state.KeyFirewallControlPeers)
+	if err != nil {
+		return netsetup.FirewallSpec{}, err
+	}
+	control = append(control, HostAddresses(joined)...)
 	k := st.Cfg.K3s()
 	return netsetup.FirewallSpec{
 		GuestNets: guests, PodCIDR: k.ClusterCIDR, ServiceCIDR: k.ServiceCIDR, Members: members,
@@ -113,6 +118,16 @@ func UpdateFirewallControl(ctx context.Context, st *state.State, sources []strin
 	}
 	slog.Info("firewall: control sources updated", "sources", spec.ControlSources)
 	return nil
+}
+
+// RecordControlPeers records, on a joining node, the addresses of the cluster it joins
+// (IP or IP:port) as control sources (state.KeyFirewallControlPeers); the firewall step
+// that follows puts them in place.
+func RecordControlPeers(ctx context.Context, st *state.State, addrs []string) error {
+	peersMu.Lock()
+	defer peersMu.Unlock()
+	b, _ := json.Marshal(HostAddresses(addrs))
+	return st.Set(ctx, state.KeyFirewallControlPeers, string(b))
 }
 
 // storedList is the JSON list of strings under key (nil when unset).

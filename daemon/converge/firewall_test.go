@@ -78,6 +78,13 @@ func TestUpdateFirewallControl(t *testing.T) {
 		{[]string{"10.42.0.0/24", "192.168.1.10", "10.42.0.9/24"}, []string{"10.42.0.0/24", "192.168.1.10"}},
 		{[]string{"10.42.0.0/24", "192.168.1.12", "not an address", "::ffff:192.168.1.13"}, []string{"10.42.0.0/24", "192.168.1.10", "192.168.1.12", "192.168.1.13"}},
 	} {
+		if i == 2 {
+			// A joined node also counts the cluster it joined through.
+			if err := RecordControlPeers(ctx, st, []string{"10.98.0.1:8443"}); err != nil {
+				t.Fatal(err)
+			}
+			s.want = append([]string{"10.42.0.0/24", "10.98.0.1"}, s.want[1:]...)
+		}
 		if err := UpdateFirewallControl(ctx, st, s.sources); err != nil {
 			t.Fatalf("step %d: UpdateFirewallControl = %v", i, err)
 		}

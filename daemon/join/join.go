@@ -253,6 +253,9 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{server}, tok.Addresses...), nil); err != nil {
 		return rest.ErrorResponse(err)
 	}
+	if err := converge.RecordControlPeers(ctx, s.st, append([]string{server}, tok.Addresses...)); err != nil {
+		return rest.ErrorResponse(err)
+	}
 	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", rec.Roles)
 	op := s.startJoin(*rec)
 	return rest.AsyncResponse("/1.0/operations/"+op, s.joinStatus(rec))
@@ -370,6 +373,9 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 	// yet, and would otherwise drop the cluster's kubelet, Geneve and Ceph traffic until
 	// its first heartbeat lists the members.
 	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{rec.Server}, rec.Addresses...), nil); err != nil {
+		return err
+	}
+	if err := converge.RecordControlPeers(ctx, s.st, append([]string{rec.Server}, rec.Addresses...)); err != nil {
 		return err
 	}
 	run := "join-" + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -44,6 +44,11 @@ const (
 	// the cluster's Nodes (JSON list): the only sources the firewall lets reach the
 	// control-only ports, besides this host's addresses.
 	KeyFirewallControl Key = "host.firewall_control"
+	// KeyFirewallControlPeers are, on a joined node, the addresses of the cluster it
+	// joined (the first node's, a control node: JSON list), control sources too: the
+	// control node's traffic to this node may come from them (pods' traffic leaving
+	// their node is masqueraded to the address it leaves from).
+	KeyFirewallControlPeers Key = "host.firewall_control_peers"
 	// KeyJoin is this node's join: JoinJoining, JoinMember or JoinRemoved.
 	KeyJoin Key = "join.state"
 	// KeyStorageWanted and KeyStorageSizeWanted are what osd init asked for (--storage,
