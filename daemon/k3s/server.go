@@ -67,12 +67,7 @@ func linkTools(binDir, self string) error {
 		if cur, err := os.Readlink(p); err == nil && cur == self {
 			continue
 		}
-		tmp := p + ".tmp"
-		os.Remove(tmp)
-		if err := os.Symlink(self, tmp); err != nil {
-			return fmt.Errorf("link %s: %w", t, err)
-		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err := fsutil.Symlink(self, p); err != nil {
 			return fmt.Errorf("link %s: %w", t, err)
 		}
 	}
