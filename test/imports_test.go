@@ -38,6 +38,32 @@ var importRules = []func(file string, test bool, imp string) string{
 		}
 		return ""
 	},
+	// bootstrap is below the daemon: it imports no daemon package but daemon/api (the wire
+	// types that bootstrap/deploy, bootstrap/preflight, bootstrap/cloud and bootstrap.go
+	// use today; another change of issue 37 moves them, and then this exception goes). Its
+	// tests may run the step executor over the real store.
+	func(file string, test bool, imp string) string {
+		if !strings.HasPrefix(file, "bootstrap/") || test || imp == module+"/daemon/api" {
+			return ""
+		}
+		if imp == module+"/daemon" || strings.HasPrefix(imp, module+"/daemon/") {
+			return "bootstrap is below the daemon: it imports daemon/api only"
+		}
+		return ""
+	},
+	// The atomic-write helper is bootstrap/fsutil; daemon/fsutil is gone, and no low layer
+	// (tests included) reaches up for it.
+	func(file string, test bool, imp string) string {
+		if imp != module+"/daemon/fsutil" {
+			return ""
+		}
+		for _, low := range []string{"bootstrap/", "netsetup/", "hypervisor/", "charts/"} {
+			if strings.HasPrefix(file, low) {
+				return "daemon/fsutil is gone: the atomic-write helper is bootstrap/fsutil"
+			}
+		}
+		return ""
+	},
 	// The host packages and the charts are the bottom layer (their tests may render the
 	// charts with the real deploy code).
 	func(file string, test bool, imp string) string {
@@ -156,6 +182,14 @@ func TestImportRulesCatchBadImports(t *testing.T) {
 		{"daemon/join/join.go", module + "/daemon"},
 		{"daemon/node/node.go", "github.com/k3s-io/k3s/pkg/agent"},
 		{"daemon/deployment/deployment.go", "helm.sh/helm/v3/pkg/action"},
+		{"bootstrap/images/archive.go", module + "/daemon/fsutil"},
+		{"bootstrap/images/archive_test.go", module + "/daemon/fsutil"},
+		{"netsetup/host_test.go", module + "/daemon/fsutil"},
+		{"hypervisor/kvm.go", module + "/daemon/fsutil"},
+		{"charts/charts.go", module + "/daemon/fsutil"},
+		{"bootstrap/deploy/controller.go", module + "/daemon/store"},
+		{"bootstrap/bootstrap.go", module + "/daemon"},
+		{"bootstrap/preflight/decide.go", module + "/daemon/client"},
 		{"cmd/osd/service.go", module + "/daemon/store"},
 		{"cmd/osd/status.go", module + "/bootstrap/fsutil"},
 	} {
@@ -169,6 +203,10 @@ func TestImportRulesCatchBadImports(t *testing.T) {
 		{"cmd/osd/daemon.go", module + "/daemon"},
 		{"daemon/k3s/server.go", "github.com/k3s-io/k3s/pkg/agent"},
 		{"bootstrap/deploy/helmclient/client.go", "helm.sh/helm/v3/pkg/action"},
+		{"bootstrap/deploy/types.go", module + "/daemon/api"},
+		{"bootstrap/bootstrap_test.go", module + "/daemon/store"},
+		{"bootstrap/images/archive.go", module + "/bootstrap/fsutil"},
+		{"daemon/store/schema.go", module + "/bootstrap/fsutil"},
 		{"cmd/osd/service.go", module + "/bootstrap/fsutil"},
 		{"cmd/osd/service.go", module + "/daemon/client"},
 	} {
