@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/daemon/client"
-	"github.com/osdcloud/osd/daemon/fsutil"
 )
 
 // lockStateDir takes an exclusive lock on the state dir so that a second daemon refuses to

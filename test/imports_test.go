@@ -19,6 +19,11 @@ const module = "github.com/osdcloud/osd"
 // (it must work before any daemon runs), and the multicall entry point with its tools.
 var cliInProcess = []string{"cmd/osd/daemon.go", "cmd/osd/reset.go", "cmd/osd/preflight.go", "cmd/osd/main.go", "cmd/osd/tools.go"}
 
+// cliHostWrites are the CLI files that write files on the CLI's own host, each with the one
+// package it may import for that: `osd daemon restart --backup-state` (service.go) copies
+// the state database with the daemon stopped, through the atomic-write helper.
+var cliHostWrites = map[string]string{"cmd/osd/service.go": module + "/bootstrap/fsutil"}
+
 // importRules are the layering rules of the tree (docs/architecture.md "Layering"). Each gets a
 // file's path (relative to the repository, slash-separated), whether it is a test file,
 // and one of its imports, and returns why that import is not allowed ("" when it is).
@@ -28,8 +33,34 @@ var importRules = []func(file string, test bool, imp string) string{
 		if !strings.HasPrefix(file, "cmd/osd/") || test || slices.Contains(cliInProcess, file) {
 			return ""
 		}
-		if strings.HasPrefix(imp, module+"/") && imp != module+"/daemon/api" && imp != module+"/daemon/client" {
+		if strings.HasPrefix(imp, module+"/") && imp != module+"/daemon/api" && imp != module+"/daemon/client" && cliHostWrites[file] != imp {
 			return "a CLI command talks to the daemon through daemon/api and daemon/client only"
+		}
+		return ""
+	},
+	// bootstrap is below the daemon: it imports no daemon package but daemon/api (the wire
+	// types that bootstrap/deploy, bootstrap/preflight, bootstrap/cloud and bootstrap.go
+	// use today; another change of issue 37 moves them, and then this exception goes). Its
+	// tests may run the step executor over the real store.
+	func(file string, test bool, imp string) string {
+		if !strings.HasPrefix(file, "bootstrap/") || test || imp == module+"/daemon/api" {
+			return ""
+		}
+		if imp == module+"/daemon" || strings.HasPrefix(imp, module+"/daemon/") {
+			return "bootstrap is below the daemon: it imports daemon/api only"
+		}
+		return ""
+	},
+	// The atomic-write helper is bootstrap/fsutil; daemon/fsutil is gone, and no low layer
+	// (tests included) reaches up for it.
+	func(file string, test bool, imp string) string {
+		if imp != module+"/daemon/fsutil" {
+			return ""
+		}
+		for _, low := range []string{"bootstrap/", "netsetup/", "hypervisor/", "charts/"} {
+			if strings.HasPrefix(file, low) {
+				return "daemon/fsutil is gone: the atomic-write helper is bootstrap/fsutil"
+			}
 		}
 		return ""
 	},
@@ -132,6 +163,11 @@ func TestImportRules(t *testing.T) {
 			t.Errorf("in-process CLI file %s: %v (update cliInProcess)", f, err)
 		}
 	}
+	for f, imp := range cliHostWrites {
+		if !slices.Contains(files[f], imp) {
+			t.Errorf("%s does not import %s any more: drop it from cliHostWrites", f, imp)
+		}
+	}
 }
 
 // TestImportRulesCatchBadImports feeds the rules deliberately bad imports: each is caught.
@@ -146,6 +182,16 @@ func TestImportRulesCatchBadImports(t *testing.T) {
 		{"daemon/join/join.go", module + "/daemon"},
 		{"daemon/node/node.go", "github.com/k3s-io/k3s/pkg/agent"},
 		{"daemon/deployment/deployment.go", "helm.sh/helm/v3/pkg/action"},
+		{"bootstrap/images/archive.go", module + "/daemon/fsutil"},
+		{"bootstrap/images/archive_test.go", module + "/daemon/fsutil"},
+		{"netsetup/host_test.go", module + "/daemon/fsutil"},
+		{"hypervisor/kvm.go", module + "/daemon/fsutil"},
+		{"charts/charts.go", module + "/daemon/fsutil"},
+		{"bootstrap/deploy/controller.go", module + "/daemon/store"},
+		{"bootstrap/bootstrap.go", module + "/daemon"},
+		{"bootstrap/preflight/decide.go", module + "/daemon/client"},
+		{"cmd/osd/service.go", module + "/daemon/store"},
+		{"cmd/osd/status.go", module + "/bootstrap/fsutil"},
 	} {
 		if v := importViolations(map[string][]string{c.file: {c.imp}}); len(v) == 0 {
 			t.Errorf("%s importing %s passes the import rules, want it caught", c.file, c.imp)
@@ -157,6 +203,12 @@ func TestImportRulesCatchBadImports(t *testing.T) {
 		{"cmd/osd/daemon.go", module + "/daemon"},
 		{"daemon/k3s/server.go", "github.com/k3s-io/k3s/pkg/agent"},
 		{"bootstrap/deploy/helmclient/client.go", "helm.sh/helm/v3/pkg/action"},
+		{"bootstrap/deploy/types.go", module + "/daemon/api"},
+		{"bootstrap/bootstrap_test.go", module + "/daemon/store"},
+		{"bootstrap/images/archive.go", module + "/bootstrap/fsutil"},
+		{"daemon/store/schema.go", module + "/bootstrap/fsutil"},
+		{"cmd/osd/service.go", module + "/bootstrap/fsutil"},
+		{"cmd/osd/service.go", module + "/daemon/client"},
 	} {
 		if v := importViolations(map[string][]string{c.file: {c.imp}}); len(v) != 0 {
 			t.Errorf("%s importing %s is refused: %v, want it allowed", c.file, c.imp, v)

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"golang.org/x/crypto/ssh"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/bootstrap/images/guest"
-	"github.com/osdcloud/osd/daemon/fsutil"
 )
 
 // KnownHostsFile is where osd records the host keys of the test servers it launched, in

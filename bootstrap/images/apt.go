@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
 
 // AptDir is a private apt state in Dir (its own lists, an empty dpkg status) that
@@ -202,13 +205,10 @@ func (a AptDir) Resolve(ctx context.Context, base, pkgs []string) (map[string]st
 		// A lost memo only costs time; written whole (renamed into place), as
 		// resolutions of chains with a common base run side by side.
 		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
-			if f, err := os.CreateTemp(filepath.Dir(memo), ".memo-*"); err == nil {
-				_, werr := f.Write(b)
-				if cerr := f.Close(); werr == nil && cerr == nil {
-					_ = os.Rename(f.Name(), memo)
-				}
-				os.Remove(f.Name())
-			}
+			_ = fsutil.WriteAtomic(memo, 0o600, func(w io.Writer) error {
+				_, err := w.Write(b)
+				return err
+			})
 		}
 	}
 	return vers, nil

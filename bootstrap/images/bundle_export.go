@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
 
 // ErrBadDestination marks a bundle destination refused before anything is read or written.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/daemon/client"
 )
 
@@ -168,37 +169,11 @@ func backupState(stateDir string) (string, error) {
 	dst := db + backupSuffix
 	os.Remove(dst + "-wal")
 	for _, ext := range []string{"", "-wal"} {
-		if err := copyFile(db+ext, dst+ext); err != nil && !(ext != "" && errors.Is(err, os.ErrNotExist)) {
+		if err := fsutil.CopyFile(db+ext, dst+ext, 0o600); err != nil && !(ext != "" && errors.Is(err, os.ErrNotExist)) {
 			return "", fmt.Errorf("back up the state database: %w", err)
 		}
 	}
 	return dst, nil
-}
-
-// copyFile copies src to dst (mode 0600) through a temporary file renamed into place.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
 }
 
 // serviceUnit is the systemd unit that runs the daemon of g's state dir, if systemd runs

@@ -20,7 +20,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
 
 // Certificate lifetimes and the renewal window.

@@ -13,7 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
 
 // Files a joined member keeps under its identity directory. They are distinct from the

@@ -22,12 +22,12 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/converge"
-	"github.com/osdcloud/osd/daemon/fsutil"
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"

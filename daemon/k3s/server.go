@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 
 	k3sagent "github.com/k3s-io/k3s/pkg/cli/agent"
 	"github.com/k3s-io/k3s/pkg/cli/cmds"
@@ -67,12 +67,7 @@ func linkTools(binDir, self string) error {
 		if cur, err := os.Readlink(p); err == nil && cur == self {
 			continue
 		}
-		tmp := p + ".tmp"
-		os.Remove(tmp)
-		if err := os.Symlink(self, tmp); err != nil {
-			return fmt.Errorf("link %s: %w", t, err)
-		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err := fsutil.Symlink(self, p); err != nil {
 			return fmt.Errorf("link %s: %w", t, err)
 		}
 	}

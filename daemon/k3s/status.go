@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
 
 // NodeState is what the daemon reports about its Kubernetes node.

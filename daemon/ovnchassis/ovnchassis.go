@@ -20,7 +20,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/osdcloud/osd/daemon/fsutil"
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/netsetup"
 	"github.com/osdcloud/osd/netsetup/ovnpki"
 )

@@ -90,8 +90,6 @@ func (d *DB) InsertToken(ctx context.Context, rec TokenRecord) error {
 
 const tokenSelect = `SELECT name, secret_hash, roles, created_at, expires_at, consumed_at, revoked_at FROM tokens`
 
-type rowScanner interface{ Scan(dest ...any) error }
-
 func scanToken(row rowScanner) (TokenRecord, error) {
 	var t TokenRecord
 	var roles string
@@ -110,35 +108,12 @@ func scanToken(row rowScanner) (TokenRecord, error) {
 
 // GetToken returns the token issued for name, or an error wrapping ErrNotFound.
 func (d *DB) GetToken(ctx context.Context, name string) (TokenRecord, error) {
-	t, err := scanToken(d.db.QueryRowContext(ctx, tokenSelect+` WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return TokenRecord{}, fmt.Errorf("join token for %s: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return TokenRecord{}, fmt.Errorf("read join token for %s: %w", name, err)
-	}
-	return t, nil
+	return queryOne(ctx, d.db, "join token for "+name, scanToken, tokenSelect+` WHERE name = ?`, name)
 }
 
 // ListTokens returns every stored token, by name.
 func (d *DB) ListTokens(ctx context.Context) ([]TokenRecord, error) {
-	rows, err := d.db.QueryContext(ctx, tokenSelect+` ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("read join tokens: %w", err)
-	}
-	defer rows.Close()
-	var out []TokenRecord
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read join tokens: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read join tokens: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, d.db, "read join tokens", scanToken, tokenSelect+` ORDER BY name`)
 }
 
 // RevokeToken marks the unused, unrevoked token of name revoked at. The row stays until
@@ -220,35 +195,12 @@ func scanTrust(row rowScanner) (TrustRecord, error) {
 
 // GetTrust returns the trusted certificate with fingerprint, or an error wrapping ErrNotFound.
 func (d *DB) GetTrust(ctx context.Context, fingerprint string) (TrustRecord, error) {
-	t, err := scanTrust(d.db.QueryRowContext(ctx, trustSelect+` WHERE fingerprint = ?`, fingerprint))
-	if errors.Is(err, sql.ErrNoRows) {
-		return TrustRecord{}, fmt.Errorf("trusted certificate %s: %w", fingerprint, ErrNotFound)
-	}
-	if err != nil {
-		return TrustRecord{}, fmt.Errorf("read trusted certificate %s: %w", fingerprint, err)
-	}
-	return t, nil
+	return queryOne(ctx, d.db, "trusted certificate "+fingerprint, scanTrust, trustSelect+` WHERE fingerprint = ?`, fingerprint)
 }
 
 // ListTrust returns every trusted certificate, by kind and name.
 func (d *DB) ListTrust(ctx context.Context) ([]TrustRecord, error) {
-	rows, err := d.db.QueryContext(ctx, trustSelect+` ORDER BY kind, name, fingerprint`)
-	if err != nil {
-		return nil, fmt.Errorf("read trusted certificates: %w", err)
-	}
-	defer rows.Close()
-	var out []TrustRecord
-	for rows.Next() {
-		t, err := scanTrust(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read trusted certificates: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read trusted certificates: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, d.db, "read trusted certificates", scanTrust, trustSelect+` ORDER BY kind, name, fingerprint`)
 }
 
 // RemoveTrust stops trusting the certificate with fingerprint; ErrNotFound if it was not.
@@ -330,35 +282,12 @@ func scanMember(row rowScanner) (MemberRecord, error) {
 
 // GetMember returns the member called name, or an error wrapping ErrNotFound.
 func (d *DB) GetMember(ctx context.Context, name string) (MemberRecord, error) {
-	m, err := scanMember(d.db.QueryRowContext(ctx, memberSelect+` WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return MemberRecord{}, fmt.Errorf("member %s: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return MemberRecord{}, fmt.Errorf("read member %s: %w", name, err)
-	}
-	return m, nil
+	return queryOne(ctx, d.db, "member "+name, scanMember, memberSelect+` WHERE name = ?`, name)
 }
 
 // ListMembers returns every member, by name.
 func (d *DB) ListMembers(ctx context.Context) ([]MemberRecord, error) {
-	rows, err := d.db.QueryContext(ctx, memberSelect+` ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("read members: %w", err)
-	}
-	defer rows.Close()
-	var out []MemberRecord
-	for rows.Next() {
-		m, err := scanMember(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read members: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read members: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, d.db, "read members", scanMember, memberSelect+` ORDER BY name`)
 }
 
 // RemoveMember deletes the member called name and stops trusting its certificates, in one
@@ -401,25 +330,18 @@ type RemovedMember struct {
 
 // ListRemovedMembers returns the certificates of every removed member.
 func (d *DB) ListRemovedMembers(ctx context.Context) ([]RemovedMember, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT fingerprint, name, removed_at FROM removed_members ORDER BY name, fingerprint`)
-	if err != nil {
-		return nil, fmt.Errorf("read removed members: %w", err)
+	return queryRows(ctx, d.db, "read removed members", scanRemovedMember,
+		`SELECT fingerprint, name, removed_at FROM removed_members ORDER BY name, fingerprint`)
+}
+
+func scanRemovedMember(row rowScanner) (RemovedMember, error) {
+	var r RemovedMember
+	var at int64
+	if err := row.Scan(&r.Fingerprint, &r.Name, &at); err != nil {
+		return RemovedMember{}, err
 	}
-	defer rows.Close()
-	var out []RemovedMember
-	for rows.Next() {
-		var r RemovedMember
-		var at int64
-		if err := rows.Scan(&r.Fingerprint, &r.Name, &at); err != nil {
-			return nil, fmt.Errorf("read removed members: %w", err)
-		}
-		r.RemovedAt = fromMillis(at)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read removed members: %w", err)
-	}
-	return out, nil
+	r.RemovedAt = fromMillis(at)
+	return r, nil
 }
 
 // RenewMemberCert makes cert (a member certificate of member cert.Name) the member's

@@ -2,20 +2,18 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 )
 
 // GetConfig returns the value stored under key and whether it exists.
 func (d *DB) GetConfig(ctx context.Context, key string) (string, bool, error) {
-	var value string
-	err := d.db.QueryRowContext(ctx, `SELECT value FROM config WHERE key = ?`, key).Scan(&value)
-	if errors.Is(err, sql.ErrNoRows) {
+	value, err := queryOne(ctx, d.db, fmt.Sprintf("config %q", key), scanString, `SELECT value FROM config WHERE key = ?`, key)
+	if errors.Is(err, ErrNotFound) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("read config %q: %w", key, err)
+		return "", false, err
 	}
 	return value, true, nil
 }
@@ -41,21 +39,17 @@ func (d *DB) DeleteConfig(ctx context.Context, key string) error {
 
 // AllConfig returns every stored key and value.
 func (d *DB) AllConfig(ctx context.Context) (map[string]string, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT key, value FROM config ORDER BY key`)
+	kvs, err := queryRows(ctx, d.db, "read config", func(row rowScanner) ([2]string, error) {
+		var kv [2]string
+		err := row.Scan(&kv[0], &kv[1])
+		return kv, err
+	}, `SELECT key, value FROM config ORDER BY key`)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("read config: %w", err)
-		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		out[kv[0]] = kv[1]
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/osdcloud/osd/daemon/api"
@@ -56,15 +55,7 @@ func endStep(ctx context.Context, tx *sql.Tx, id int64, stepErr error) error {
 }
 
 func entryState(ctx context.Context, tx *sql.Tx, id int64) (string, error) {
-	var state string
-	err := tx.QueryRowContext(ctx, `SELECT state FROM journal WHERE id = ?`, id).Scan(&state)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("journal entry %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("read journal entry %d: %w", id, err)
-	}
-	return state, nil
+	return queryOne(ctx, tx, fmt.Sprintf("journal entry %d", id), scanString, `SELECT state FROM journal WHERE id = ?`, id)
 }
 
 // RecentJournal returns up to limit journal entries, newest first; limit <= 0 means all.
@@ -84,30 +75,22 @@ func (d *DB) InterruptedSteps(ctx context.Context) ([]JournalEntry, error) {
 }
 
 func (d *DB) queryJournal(ctx context.Context, query string, args ...any) ([]JournalEntry, error) {
-	rows, err := d.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
+	return queryRows(ctx, d.db, "read journal", scanJournalEntry, query, args...)
+}
+
+func scanJournalEntry(row rowScanner) (JournalEntry, error) {
+	var e JournalEntry
+	var started int64
+	var finished sql.NullInt64
+	if err := row.Scan(&e.ID, &e.Run, &e.Step, &e.State, &e.Detail, &started, &finished); err != nil {
+		return JournalEntry{}, err
 	}
-	defer rows.Close()
-	var out []JournalEntry
-	for rows.Next() {
-		var e JournalEntry
-		var started int64
-		var finished sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.Run, &e.Step, &e.State, &e.Detail, &started, &finished); err != nil {
-			return nil, fmt.Errorf("read journal: %w", err)
-		}
-		e.StartedAt = fromMillis(started)
-		if finished.Valid {
-			t := fromMillis(finished.Int64)
-			e.FinishedAt = &t
-		}
-		out = append(out, e)
+	e.StartedAt = fromMillis(started)
+	if finished.Valid {
+		t := fromMillis(finished.Int64)
+		e.FinishedAt = &t
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	return out, nil
+	return e, nil
 }
 
 // CloseInterruptedSteps ends every entry still 'started' as failed with reason (a step the

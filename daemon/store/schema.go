@@ -4,10 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
+
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
 
 // update brings the schema from version i to i+1, where i is its index in updates.
@@ -83,38 +82,9 @@ func (d *DB) backup(ctx context.Context) error {
 	if _, err := d.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return fmt.Errorf("checkpoint before backup: %w", err)
 	}
-	if err := copyFile(d.path, d.path+".bak"); err != nil {
+	if err := fsutil.CopyFile(d.path, d.path+".bak", 0o600); err != nil {
 		return fmt.Errorf("back up state database: %w", err)
 	}
 	slog.Info("state database backed up before schema update", "backup", d.path+".bak")
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
 
 func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
@@ -217,7 +219,7 @@ func TestUpgradeFromV1KeepsDataAndBacksUp(t *testing.T) {
 		t.Errorf("mode of .bak = %v, want 0600", st.Mode().Perm())
 	}
 	copyPath := filepath.Join(t.TempDir(), "restored.db")
-	if err := copyFile(path+".bak", copyPath); err != nil {
+	if err := fsutil.CopyFile(path+".bak", copyPath, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bak, err := open(ctx, copyPath, updates[:1])

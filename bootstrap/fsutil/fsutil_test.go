@@ -92,3 +92,53 @@ func TestWriteAtomicNewRefusesExisting(t *testing.T) {
 		t.Errorf("RenameDurable then read = %q, want moved", got)
 	}
 }
+
+func TestCopyFile(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if err := CopyFile(src, dst, 0o600); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CopyFile of a missing file = %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CopyFile of a missing file left %s: %v", dst, err)
+	}
+	os.WriteFile(src, []byte("state"), 0o644)
+	os.WriteFile(dst, []byte("old"), 0o644)
+	if err := CopyFile(src, dst, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(dst)
+	st, _ := os.Stat(dst)
+	ents, _ := os.ReadDir(dir)
+	if string(got) != "state" || st.Mode().Perm() != 0o600 || len(ents) != 2 {
+		t.Errorf("after CopyFile: %q, mode %o, %d entries; want \"state\", 600, 2 (no temporary left)", got, st.Mode().Perm(), len(ents))
+	}
+}
+
+func TestSymlink(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "kubectl")
+	for _, c := range []struct {
+		name   string
+		before func()
+		target string
+	}{
+		{"new link", func() {}, "/usr/bin/osd"},
+		{"over a link elsewhere", func() {}, "/opt/osd"},
+		{"over a regular file", func() { os.Remove(p); os.WriteFile(p, []byte("x"), 0o755) }, "/usr/bin/osd"},
+	} {
+		c.before()
+		if err := Symlink(c.target, p); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got, err := os.Readlink(p); err != nil || got != c.target {
+			t.Errorf("%s: Readlink = %q, %v, want %q", c.name, got, err, c.target)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("%s: directory holds %d entries, want only the link", c.name, len(ents))
+		}
+	}
+	if err := Symlink("/x", filepath.Join(dir, "missing", "link")); err == nil {
+		t.Errorf("Symlink into a missing directory = nil, want an error")
+	}
+}

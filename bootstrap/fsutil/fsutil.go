@@ -1,6 +1,9 @@
 // Package fsutil owns the small file primitives: atomic writes (fsync of the file, rename,
 // fsync of the directory) and PID lock files, so a crash never leaves a half-written file
-// and two processes never share a job.
+// and two processes never share a job. It is the only place that writes a file through a
+// temporary one renamed into place (test/atomicwrite_test.go holds the tree to that); it
+// sits at the bottom of the tree (bootstrap/fsutil imports nothing of osd), so the daemon,
+// bootstrap and the CLI's own host writes share it.
 package fsutil
 
 import (
@@ -8,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,6 +78,43 @@ func writeAtomic(path string, mode os.FileMode, replace bool, write func(io.Writ
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// CopyFile copies the file src to dst (its directory must exist) with mode, atomically as
+// WriteAtomic writes. An error opening src is returned as it is (errors.Is(err,
+// fs.ErrNotExist) when src is missing), and dst is then left untouched.
+func CopyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return WriteAtomic(dst, mode, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}
+
+// Symlink makes path a symbolic link to target, replacing what path was in one rename: the
+// link is made under a temporary name in path's directory, renamed over path and the
+// directory synced, so path is at every moment the old entry or the new link.
+func Symlink(target, path string) error {
+	dir, base := filepath.Split(path)
+	for {
+		tmp := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		err := os.Symlink(target, tmp)
+		if errors.Is(err, fs.ErrExist) {
+			continue // taken by another writer: draw another name, as os.CreateTemp does
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		return SyncDir(filepath.Clean(dir))
+	}
 }
 
 // RenameDurable moves the file src (written and closed) to dst as WriteAtomic commits a
