@@ -62,6 +62,9 @@ func (d *DB) migrate(ctx context.Context, ups []update, existed bool) error {
 			return err
 		}
 	}
+	if d.path != "" {
+		ctx = withStateDir(ctx, filepath.Dir(d.path))
+	}
 	for v := current; v < len(ups); v++ {
 		err := d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			if err := ups[v](ctx, tx); err != nil {
