@@ -2,12 +2,15 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -190,5 +193,99 @@ func TestMigrationRefusesUnreadableJoinFile(t *testing.T) {
 	defer old.Close()
 	if v, ok, _ := old.GetConfig(context.Background(), "join.state"); !ok || v != "joining" {
 		t.Errorf("join.state after the refused migration = %q, %v, want it kept", v, ok)
+	}
+}
+
+// TestMigrationOfRealStateDir migrates a copy of a real host's state dir: set
+// OSD_STATE_COPY to a copy (never the live /var/lib/osd: the test copies it once more and
+// writes only to its own copy) holding osd.db (with -wal and -shm) at schema version 6
+// and the host's cluster/ and host/ directories. The record must hold what the old keys
+// and files said, and everything else in the database must be as it was.
+func TestMigrationOfRealStateDir(t *testing.T) {
+	src := os.Getenv("OSD_STATE_COPY")
+	if src == "" {
+		t.Skip("set OSD_STATE_COPY to a copy of a real state dir")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "osd.db")
+	old, err := open(ctx, path, updates[:6])
+	if err != nil {
+		t.Fatalf("open the copy at schema version 6: %v", err)
+	}
+	before, _ := old.AllConfig(ctx)
+	members, _ := old.ListMembers(ctx)
+	journal, _ := old.RecentJournal(ctx, 1000)
+	old.Close()
+	files := map[string]string{}
+	for _, f := range legacyFiles {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			files[f] = string(b)
+		}
+	}
+	t.Logf("old keys: %d, files: %v", len(before), slices.Sorted(maps.Keys(files)))
+
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open(copy) = %v", err)
+	}
+	defer d.Close()
+	h, err := d.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("host record: %+v", h)
+	if h.Initialized != (before[legacyInitialized] == "true") || h.Goal != before[legacyGoal] || h.TunnelInterface != before[legacyTunnel] {
+		t.Errorf("record %+v, want initialized=%q goal=%q tunnel=%q", h, before[legacyInitialized], before[legacyGoal], before[legacyTunnel])
+	}
+	if h.Storage.Backend != before[legacyStorageBackend] || h.Storage.Reason != before[legacyStorageReason] || h.Storage.Wanted != before[legacyStorageWanted] {
+		t.Errorf("storage %+v, want the old keys' %q %q %q", h.Storage, before[legacyStorageBackend], before[legacyStorageReason], before[legacyStorageWanted])
+	}
+	if v := before[legacyStorageSize]; v != "" && v != strconv.FormatInt(h.Storage.Size, 10) {
+		t.Errorf("storage size %d, want %s", h.Storage.Size, v)
+	}
+	for key, n := range map[string]*Network{legacyExternal: h.External, legacyExternalWanted: h.ExternalWanted} {
+		v, ok := before[key]
+		if ok != (n != nil) {
+			t.Errorf("%s = %q, %v but the record's network is %+v", key, v, ok, n)
+			continue
+		}
+		if ok {
+			var want Network
+			json.Unmarshal([]byte(v), &want)
+			if *n != want {
+				t.Errorf("%s = %s, record %+v", key, v, *n)
+			}
+		}
+	}
+	if h.NetExternal != files[legacyNetExternalFile] || h.NetTunnel != files[legacyNetTunnelFile] {
+		t.Errorf("netsetup state %q %q, want the files' %q %q", h.NetExternal, h.NetTunnel, files[legacyNetExternalFile], files[legacyNetTunnelFile])
+	}
+	if _, ok := files[legacyJoinFile]; ok != (h.Join != nil) {
+		t.Errorf("join.json present %v, record's join %+v", ok, h.Join)
+	}
+	after, _ := d.AllConfig(ctx)
+	for k, v := range before {
+		if slices.Contains(legacyKeys, k) {
+			if _, ok := after[k]; ok {
+				t.Errorf("key %s still in config after the migration", k)
+			}
+		} else if after[k] != v {
+			t.Errorf("config %s = %q after the migration, want %q", k, after[k], v)
+		}
+	}
+	if ms, _ := d.ListMembers(ctx); !reflect.DeepEqual(ms, members) {
+		t.Errorf("members after the migration = %+v, want %+v", ms, members)
+	}
+	if j, _ := d.RecentJournal(ctx, 1000); len(j) != len(journal) {
+		t.Errorf("journal after the migration has %d entries, want %d", len(j), len(journal))
+	}
+	for f := range files {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the migration: %v, want removed", f, err)
+		}
 	}
 }
