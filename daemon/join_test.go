@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -20,7 +21,6 @@ import (
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/join"
-	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
 )
 
@@ -60,13 +60,11 @@ func testDaemon(t *testing.T, name string) (*Daemon, *client.Client) {
 func joinerState(t *testing.T, d *Daemon) []string {
 	t.Helper()
 	var left []string
-	if v, ok, err := d.st.Get(context.Background(), state.KeyJoin); err != nil || ok {
-		left = append(left, "config "+string(state.KeyJoin)+"="+v)
+	if h, err := d.st.Host(context.Background()); err != nil || h.Join != nil || h.TunnelInterface != "" {
+		left = append(left, fmt.Sprintf("host record %+v, %v", h, err))
 	}
-	for _, p := range []string{join.IdentityDir(d.cfg), filepath.Join(d.cfg.ClusterDir(), "join.json")} {
-		if _, err := os.Stat(p); err == nil {
-			left = append(left, p)
-		}
+	if p := join.IdentityDir(d.cfg); func() bool { _, err := os.Stat(p); return err == nil }() {
+		left = append(left, p)
 	}
 	return left
 }

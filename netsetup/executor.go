@@ -232,7 +232,7 @@ func (e *Executor) enableForwarding() (func(), error) {
 	if old == "1" {
 		return nil, nil
 	}
-	if err := e.h.updateState(func(s *savedState) {
+	if err := e.h.updateState(func(s *Saved) {
 		if s.IPForwardOriginal == "" {
 			s.IPForwardOriginal = old
 		}
@@ -245,7 +245,7 @@ func (e *Executor) enableForwarding() (func(), error) {
 	return func() {
 		err := writeIPForward(e.h.NetNS, old)
 		if err == nil {
-			err = e.h.updateState(func(s *savedState) { s.IPForwardOriginal = "" })
+			err = e.h.updateState(func(s *Saved) { s.IPForwardOriginal = "" })
 		}
 		e.logUndo(Op{Kind: OpEnableForwarding}, err)
 	}, nil

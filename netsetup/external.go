@@ -72,9 +72,9 @@ func ensureBridgeNetwork(ctx context.Context, h Host, spec Spec, what string) ([
 }
 
 // Teardown undoes EnsureExternalNetwork for osd reset: it puts addresses and routes
-// moved off an external interface back (from StateDir/netsetup.json), deletes the
-// bridge, deletes osd's nftables table and restores ip_forward if osd changed it
-// (also from the state file; without a StateDir it is left as it is). It does as much
+// moved off an external interface back (from h.Saved), deletes the bridge, deletes
+// osd's nftables table and restores ip_forward if osd changed it (also from h.Saved;
+// without it ip_forward is left as it is). It does as much
 // as it can and returns every error met.
 func Teardown(ctx context.Context, h Host, spec Spec) error {
 	spec, err := normalize(spec)
@@ -98,7 +98,7 @@ func Teardown(ctx context.Context, h Host, spec Spec) error {
 
 	var errs []error
 	if saved.Moved == nil && spec.External.Interface != "" {
-		// Nothing recorded (no StateDir): give the NIC whatever the bridge carries now.
+		// Nothing recorded (no Saved): give the NIC whatever the bridge carries now.
 		m, err := currentBridgeConfig(nl, spec.External)
 		if err != nil {
 			errs = append(errs, err)
@@ -139,15 +139,15 @@ func Teardown(ctx context.Context, h Host, spec Spec) error {
 			saved.IPForwardOriginal = ""
 		}
 	}
-	if err := h.updateState(func(s *savedState) { *s = saved }); err != nil {
+	if err := h.updateState(func(s *Saved) { *s = saved }); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// currentBridgeConfig returns the bridge's IPv4 addresses and routes as a movedConfig
+// currentBridgeConfig returns the bridge's IPv4 addresses and routes as a MovedConfig
 // back to the interface, or nil if the bridge has none or does not exist.
-func currentBridgeConfig(nl *netlink.Handle, n ExternalNetwork) (*movedConfig, error) {
+func currentBridgeConfig(nl *netlink.Handle, n ExternalNetwork) (*MovedConfig, error) {
 	br, err := nl.LinkByName(n.Bridge)
 	var notFound netlink.LinkNotFoundError
 	if errors.As(err, &notFound) {
@@ -167,7 +167,7 @@ func currentBridgeConfig(nl *netlink.Handle, n ExternalNetwork) (*movedConfig, e
 	if len(addrs) == 0 && len(routes) == 0 {
 		return nil, nil
 	}
-	m := &movedConfig{Interface: n.Interface, Bridge: n.Bridge}
+	m := &MovedConfig{Interface: n.Interface, Bridge: n.Bridge}
 	for _, a := range addrs {
 		sa := toSavedAddr(a)
 		sa.Label = n.Interface

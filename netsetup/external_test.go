@@ -2,8 +2,6 @@ package netsetup
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -25,7 +23,7 @@ func newNATLab(t testing.TB) *natLab {
 	l := &natLab{host: newNetNS(t, "host"), outside: newNetNS(t, "out")}
 	l.ovs = startPrivateOVS(t, l.host)
 	veth(t, l.host, "up0", "192.0.2.1/24", l.outside, "eth0", "192.0.2.2/24")
-	l.h = Host{NetNS: l.host, OVSSocket: l.ovs.Socket(), StateDir: t.TempDir()}
+	l.h = Host{NetNS: l.host, OVSSocket: l.ovs.Socket(), Saved: &memSaved{}}
 	l.spec = Spec{Datapath: DatapathNetdev, External: DefaultExternalNetwork()}
 	return l
 }
@@ -173,8 +171,8 @@ func assertTornDown(t *testing.T, l *natLab, fwdBefore string) {
 	if v, _ := readIPForward(l.host); v != fwdBefore {
 		t.Fatalf("ip_forward after Teardown = %s, want %s", v, fwdBefore)
 	}
-	if _, err := os.Stat(filepath.Join(l.h.StateDir, "netsetup.json")); !os.IsNotExist(err) {
-		t.Fatalf("state file after Teardown: %v, want none", err)
+	if b := l.h.Saved.(*memSaved).b; b != nil {
+		t.Fatalf("saved state after Teardown = %s, want none", b)
 	}
 }
 
@@ -192,7 +190,7 @@ func sorted(s []string) []string {
 
 // nicSnapshot is what must survive a failed move: addresses with their attributes
 // and the routes of the NIC.
-func nicSnapshot(t *testing.T, nsPath, name string) (LinkState, []savedAddr) {
+func nicSnapshot(t *testing.T, nsPath, name string) (LinkState, []SavedAddr) {
 	t.Helper()
 	nl := nlHandle(t, nsPath)
 	ls, err := observeLink(nl, name)
@@ -207,7 +205,7 @@ func nicSnapshot(t *testing.T, nsPath, name string) (LinkState, []savedAddr) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var saved []savedAddr
+	var saved []SavedAddr
 	for _, a := range addrs {
 		saved = append(saved, toSavedAddr(a))
 	}
@@ -239,7 +237,7 @@ func newNICLab(t *testing.T) *natLab {
 	}
 	ext := DefaultExternalNetwork()
 	ext.Interface = "nic0"
-	l.h = Host{NetNS: l.host, OVSSocket: l.ovs.Socket(), StateDir: t.TempDir(), ProbeTimeout: 5 * time.Second}
+	l.h = Host{NetNS: l.host, OVSSocket: l.ovs.Socket(), Saved: &memSaved{}, ProbeTimeout: 5 * time.Second}
 	l.spec = Spec{Datapath: DatapathNetdev, External: ext}
 	return l
 }
@@ -282,8 +280,8 @@ func TestInterfaceModeRollback(t *testing.T) {
 	if bridges, err := o.Bridges(context.Background()); err != nil || len(bridges) != 0 {
 		t.Fatalf("Bridges() after rollback = %v, %v, want none", bridges, err)
 	}
-	if _, err := os.Stat(filepath.Join(l.h.StateDir, "netsetup.json")); !os.IsNotExist(err) {
-		t.Fatalf("state file after rollback: %v, want none", err)
+	if b := l.h.Saved.(*memSaved).b; b != nil {
+		t.Fatalf("saved state after rollback = %s, want none", b)
 	}
 	ping(t, l.host, "192.0.2.2")
 }
@@ -369,12 +367,12 @@ func TestExternalNetworkAfterVswitchdRestart(t *testing.T) {
 	}
 }
 
-// TestInterfaceModeTeardownWithoutState: with no StateDir, Teardown still gives the
+// TestInterfaceModeTeardownWithoutState: with no Saved, Teardown still gives the
 // NIC the addresses and routes the bridge carries.
 func TestInterfaceModeTeardownWithoutState(t *testing.T) {
 	requireHost(t)
 	l := newNICLab(t)
-	l.h.StateDir = ""
+	l.h.Saved = nil
 	beforeLink, _ := nicSnapshot(t, l.host, "nic0")
 	if changed, _ := l.ensure(t); !changed {
 		t.Fatalf("EnsureExternalNetwork changed = false, want true")

@@ -2,6 +2,7 @@ package netsetup
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -284,4 +285,25 @@ func ping(tb testing.TB, nsPath, dst string) {
 	if err := Ping(ctx, nsPath, dst); err != nil {
 		tb.Fatalf("Ping(%s) from %s = %v, want nil", dst, filepath.Base(nsPath), err)
 	}
+}
+
+// memSaved is a SavedState in memory, kept as the JSON a caller would store.
+type memSaved struct{ b []byte }
+
+func (m *memSaved) Load() (Saved, error) {
+	var s Saved
+	if m.b == nil {
+		return s, nil
+	}
+	return s, json.Unmarshal(m.b, &s)
+}
+
+func (m *memSaved) Save(s Saved) error {
+	if s.Empty() {
+		m.b = nil
+		return nil
+	}
+	b, err := json.Marshal(s)
+	m.b = b
+	return err
 }

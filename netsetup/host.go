@@ -2,11 +2,7 @@ package netsetup
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -17,10 +13,11 @@ type Host struct {
 	NetNS string
 	// OVSSocket is the ovsdb-server unix socket (OVSConfig.Socket()).
 	OVSSocket string
-	// StateDir keeps netsetup.json: the original ip_forward value when osd changed it
-	// and the addresses and routes moved off an external interface, so that Teardown
-	// can restore them. "" keeps nothing: Teardown then cannot restore them.
-	StateDir string
+	// Saved keeps what netsetup changed: the original ip_forward value when osd changed
+	// it and the addresses and routes moved off an interface, so that Teardown and
+	// RemoveTunnelBridge can restore them. nil keeps nothing: they then give the
+	// interface what the bridge carries, and leave ip_forward as it is.
+	Saved SavedState
 	// Probe checks connectivity after a NIC was moved into the bridge; nil pings the
 	// old default gateway (PingProbe).
 	Probe ProbeFunc
@@ -46,22 +43,35 @@ func (h Host) probeTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-// savedState is the content of StateDir/netsetup.json.
-type savedState struct {
-	// IPForwardOriginal is ip_forward before osd set it to 1 ("" = osd did not change it).
-	IPForwardOriginal string       `json:"ip_forward_original,omitempty"`
-	Moved             *movedConfig `json:"moved,omitempty"`
+// SavedState is where netsetup keeps what it changed on a host (the caller's store: osd
+// keeps it in its state database, for osd reset). Load of a state never saved is the zero
+// Saved; Save of the zero Saved forgets it.
+type SavedState interface {
+	Load() (Saved, error)
+	Save(Saved) error
 }
 
-// movedConfig is the IP configuration osd moved from Interface to Bridge.
-type movedConfig struct {
+// Saved is what netsetup keeps of one part of the host network (its JSON encoding is
+// what callers store: keep it compatible).
+type Saved struct {
+	// IPForwardOriginal is ip_forward before osd set it to 1 ("" = osd did not change it).
+	IPForwardOriginal string       `json:"ip_forward_original,omitempty"`
+	Moved             *MovedConfig `json:"moved,omitempty"`
+}
+
+// Empty says whether s holds nothing to restore.
+func (s Saved) Empty() bool { return s.IPForwardOriginal == "" && s.Moved == nil }
+
+// MovedConfig is the IP configuration osd moved from Interface to Bridge.
+type MovedConfig struct {
 	Interface string      `json:"interface"`
 	Bridge    string      `json:"bridge"`
-	Addrs     []savedAddr `json:"addrs"`
+	Addrs     []SavedAddr `json:"addrs"`
 	Routes    []Route     `json:"routes"`
 }
 
-type savedAddr struct {
+// SavedAddr is an address osd moved, with what it takes to put it back.
+type SavedAddr struct {
 	CIDR        string `json:"cidr"`
 	Label       string `json:"label,omitempty"`
 	Flags       int    `json:"flags,omitempty"`
@@ -71,29 +81,20 @@ type savedAddr struct {
 	ValidLft    int    `json:"valid_lft,omitempty"`
 }
 
-func (h Host) statePath() string { return filepath.Join(h.StateDir, "netsetup.json") }
-
-func (h Host) loadState() (savedState, error) {
-	var s savedState
-	if h.StateDir == "" {
-		return s, nil
+func (h Host) loadState() (Saved, error) {
+	if h.Saved == nil {
+		return Saved{}, nil
 	}
-	b, err := os.ReadFile(h.statePath())
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
+	s, err := h.Saved.Load()
 	if err != nil {
 		return s, fmt.Errorf("read netsetup state: %w", err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("parse %s: %w", h.statePath(), err)
 	}
 	return s, nil
 }
 
-// updateState applies fn to the saved state and writes it back atomically.
-func (h Host) updateState(fn func(*savedState)) error {
-	if h.StateDir == "" {
+// updateState applies fn to the saved state and saves it.
+func (h Host) updateState(fn func(*Saved)) error {
+	if h.Saved == nil {
 		return nil
 	}
 	s, err := h.loadState()
@@ -101,30 +102,13 @@ func (h Host) updateState(fn func(*savedState)) error {
 		return err
 	}
 	fn(&s)
-	if s.IPForwardOriginal == "" && s.Moved == nil {
-		if err := os.Remove(h.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove netsetup state: %w", err)
-		}
-		return nil
-	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode netsetup state: %w", err)
-	}
-	if err := os.MkdirAll(h.StateDir, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
-	}
-	tmp := h.statePath() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write netsetup state: %w", err)
-	}
-	if err := os.Rename(tmp, h.statePath()); err != nil {
-		return fmt.Errorf("write netsetup state: %w", err)
+	if err := h.Saved.Save(s); err != nil {
+		return fmt.Errorf("save netsetup state: %w", err)
 	}
 	return nil
 }
 
-// MovedInterface is the interface whose addresses h's state file says were moved into a
+// MovedInterface is the interface whose addresses h's saved state says were moved into a
 // bridge ("" when none).
 func (h Host) MovedInterface() (string, error) {
 	s, err := h.loadState()

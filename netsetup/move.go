@@ -13,8 +13,8 @@ import (
 // Kernel-computed address flags that must not be passed back when adding an address.
 const addrFlagsComputed = unix.IFA_F_SECONDARY | unix.IFA_F_PERMANENT | unix.IFA_F_TENTATIVE | unix.IFA_F_DADFAILED | unix.IFA_F_DEPRECATED
 
-func toSavedAddr(a netlink.Addr) savedAddr {
-	s := savedAddr{CIDR: a.IPNet.String(), Label: a.Label, Flags: a.Flags, Scope: a.Scope,
+func toSavedAddr(a netlink.Addr) SavedAddr {
+	s := SavedAddr{CIDR: a.IPNet.String(), Label: a.Label, Flags: a.Flags, Scope: a.Scope,
 		PreferedLft: a.PreferedLft, ValidLft: a.ValidLft}
 	if a.Broadcast != nil {
 		s.Broadcast = a.Broadcast.String()
@@ -23,7 +23,7 @@ func toSavedAddr(a netlink.Addr) savedAddr {
 }
 
 // netlinkAddr rebuilds an address for link label (label "" keeps none).
-func (s savedAddr) netlinkAddr(label string) (*netlink.Addr, error) {
+func (s SavedAddr) netlinkAddr(label string) (*netlink.Addr, error) {
 	a, err := netlink.ParseAddr(s.CIDR)
 	if err != nil {
 		return nil, fmt.Errorf("address %s: %w", s.CIDR, err)
@@ -57,20 +57,20 @@ func (e *Executor) moveIPConfig(op Op) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := movedConfig{Interface: op.Link, Bridge: op.Bridge}
+	mc := MovedConfig{Interface: op.Link, Bridge: op.Bridge}
 	for _, a := range addrs {
 		mc.Addrs = append(mc.Addrs, toSavedAddr(a))
 	}
 	for _, r := range routes {
 		mc.Routes = append(mc.Routes, toRoute(r))
 	}
-	if err := e.h.updateState(func(s *savedState) { s.Moved = mergeMoved(s.Moved, mc) }); err != nil {
+	if err := e.h.updateState(func(s *Saved) { s.Moved = mergeMoved(s.Moved, mc) }); err != nil {
 		return nil, err
 	}
 	undo := func() {
 		err := restoreIPConfig(e.nl, nic, br, mc)
 		if err == nil {
-			err = e.h.updateState(func(s *savedState) { s.Moved = nil })
+			err = e.h.updateState(func(s *Saved) { s.Moved = nil })
 		}
 		e.logUndo(op, err)
 	}
@@ -83,13 +83,13 @@ func (e *Executor) moveIPConfig(op Op) (func(), error) {
 
 // mergeMoved keeps what an earlier, interrupted run recorded (the true originals) and
 // adds what is new.
-func mergeMoved(old *movedConfig, cur movedConfig) *movedConfig {
+func mergeMoved(old *MovedConfig, cur MovedConfig) *MovedConfig {
 	if old == nil || old.Interface != cur.Interface {
 		return &cur
 	}
 	out := *old
 	for _, a := range cur.Addrs {
-		if !slices.ContainsFunc(out.Addrs, func(b savedAddr) bool { return b.CIDR == a.CIDR }) {
+		if !slices.ContainsFunc(out.Addrs, func(b SavedAddr) bool { return b.CIDR == a.CIDR }) {
 			out.Addrs = append(out.Addrs, a)
 		}
 	}
@@ -101,7 +101,7 @@ func mergeMoved(old *movedConfig, cur movedConfig) *movedConfig {
 	return &out
 }
 
-func (e *Executor) shiftIPConfig(nic, br netlink.Link, mc movedConfig) error {
+func (e *Executor) shiftIPConfig(nic, br netlink.Link, mc MovedConfig) error {
 	for i := len(mc.Routes) - 1; i >= 0; i-- {
 		r, err := fromRoute(mc.Routes[i], nic.Attrs().Index)
 		if err != nil {
@@ -144,7 +144,7 @@ func (e *Executor) shiftIPConfig(nic, br netlink.Link, mc movedConfig) error {
 // restoreIPConfig puts mc's addresses and routes back on the interface: it removes
 // the addresses from the bridge (their routes go with them), then re-adds the
 // addresses with their original attributes and the routes in their original order.
-func restoreIPConfig(nl *netlink.Handle, nic, br netlink.Link, mc movedConfig) error {
+func restoreIPConfig(nl *netlink.Handle, nic, br netlink.Link, mc MovedConfig) error {
 	var errs []error
 	for _, s := range mc.Addrs {
 		if br == nil {

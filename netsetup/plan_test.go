@@ -244,9 +244,9 @@ func TestReverter(t *testing.T) {
 }
 
 func TestMergeMoved(t *testing.T) {
-	old := &movedConfig{Interface: "eth1", Addrs: []savedAddr{{CIDR: "192.0.2.1/24", Label: "eth1"}},
+	old := &MovedConfig{Interface: "eth1", Addrs: []SavedAddr{{CIDR: "192.0.2.1/24", Label: "eth1"}},
 		Routes: []Route{{Gw: "192.0.2.2"}}}
-	cur := movedConfig{Interface: "eth1", Addrs: []savedAddr{{CIDR: "192.0.2.1/24"}, {CIDR: "192.0.2.9/24"}},
+	cur := MovedConfig{Interface: "eth1", Addrs: []SavedAddr{{CIDR: "192.0.2.1/24"}, {CIDR: "192.0.2.9/24"}},
 		Routes: []Route{{Gw: "192.0.2.2"}, {Dst: "10.0.0.0/8", Gw: "192.0.2.3"}}}
 	got := mergeMoved(old, cur)
 	if len(got.Addrs) != 2 || got.Addrs[0].Label != "eth1" || len(got.Routes) != 2 {

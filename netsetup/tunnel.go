@@ -121,7 +121,7 @@ func RemoveTunnelBridge(ctx context.Context, h Host, iface string) (bool, error)
 			errs = append(errs, fmt.Errorf("restore %s: %w", m.Interface, err))
 		} else if err := restoreIPConfig(nl, nic, br, *m); err != nil {
 			errs = append(errs, err)
-		} else if err := h.updateState(func(s *savedState) { s.Moved = nil }); err != nil {
+		} else if err := h.updateState(func(s *Saved) { s.Moved = nil }); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -78,7 +78,7 @@ func TestTunnelBridgeGeneve(t *testing.T) {
 	veth(t, a.ns, "tunl-a", "10.97.0.1/24", b.ns, "tunl-b", "10.97.0.2/24")
 	for _, n := range []*tunnelNode{&a, &b} {
 		n.ovs = startPrivateOVS(t, n.ns)
-		n.h = Host{NetNS: n.ns, OVSSocket: n.ovs.Socket(), StateDir: t.TempDir(), ProbeTimeout: 5 * time.Second}
+		n.h = Host{NetNS: n.ns, OVSSocket: n.ovs.Socket(), Saved: &memSaved{}, ProbeTimeout: 5 * time.Second}
 	}
 	a.overlay(t, "10.97.0.2", "192.168.97.1/24")
 	b.overlay(t, "10.97.0.1", "192.168.97.2/24")

@@ -19,11 +19,7 @@ const atomicHelper = "bootstrap/fsutil/"
 
 // atomicWriteExceptions are the functions (file:function) allowed a copy of atomic writing
 // for now, each with the reason; an entry that no longer matches a copy fails the test.
-var atomicWriteExceptions = map[string]string{
-	// netsetup.json: the host-record change of issue 37 folds it into the store and removes
-	// this write (netsetup/ may not import bootstrap/fsutil meanwhile).
-	"netsetup/host.go:Host.updateState": "netsetup.json moves into the store",
-}
+var atomicWriteExceptions = map[string]string{}
 
 // atomicWriteCopies returns the functions of the parsed file f that write a file through a
 // temporary name renamed into place themselves, each as "file:line function: why" (pure).

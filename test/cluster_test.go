@@ -19,6 +19,7 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
+	"github.com/osdcloud/osd/daemon/store"
 )
 
 // privateDirs are the host directories each test node gets a private, empty copy of
@@ -480,8 +481,8 @@ func TestTwoNodeCluster(t *testing.T) {
 			t.Errorf("node 2's daemon still runs 3 minutes after its removal, want it to notice at its next heartbeat and stop")
 		}
 		n2.daemon = nil
-		if b, err := os.ReadFile(filepath.Join(n2.stateDir(), "cluster", "join.json")); err != nil || !strings.Contains(string(b), `"state":"removed"`) {
-			t.Errorf("node 2's join state after removal = %s, %v, want removed", b, err)
+		if h, err := hostRecord(n2.stateDir(), nil); err != nil || h.Join == nil || h.Join.State != "removed" {
+			t.Errorf("node 2's join after removal = %+v, %v, want removed", h.Join, err)
 		}
 	})
 
@@ -674,6 +675,23 @@ func checkJoinCredential(t *testing.T, n1, n2 *nsNode) {
 	}
 }
 
+// hostRecord reads the host record of the stopped daemon of stateDir, changed with update
+// first when it is not nil.
+func hostRecord(stateDir string, update func(*store.Host) error) (store.Host, error) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(stateDir, "osd.db"))
+	if err != nil {
+		return store.Host{}, err
+	}
+	defer db.Close()
+	if update != nil {
+		if err := db.UpdateHost(ctx, update); err != nil {
+			return store.Host{}, err
+		}
+	}
+	return db.Host(ctx)
+}
+
 // checkRemovedStaysOut gives the removed node 2 back everything it kept (its join record
 // set to member again, its kubelet certificate) and checks that it cannot register: node
 // 1's firewall no longer lets node 2 reach the Kubernetes API (its address left the
@@ -681,12 +699,13 @@ func checkJoinCredential(t *testing.T, n1, n2 *nsNode) {
 // kubelet certificate cannot create the Node directly (tried from node 1 itself, past the
 // firewall: the certificate is refused, not only the address).
 func checkRemovedStaysOut(t *testing.T, n1, n2 *nsNode) {
-	jf := filepath.Join(n2.stateDir(), "cluster", "join.json")
-	b, err := os.ReadFile(jf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(jf, []byte(strings.Replace(string(b), `"state":"removed"`, `"state":"member"`, 1)), 0o600); err != nil {
+	if _, err := hostRecord(n2.stateDir(), func(h *store.Host) error {
+		if h.Join == nil || h.Join.State != "removed" {
+			return fmt.Errorf("node 2's join = %+v, want removed", h.Join)
+		}
+		h.Join.State = "member"
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	n2.start()

@@ -107,9 +107,9 @@ func (s *Service) start(retry bootstrap.Retry) api.Operation {
 // ResumeAtStart converges a host that was initialized before (after a reboot nothing
 // else brings OVS, the external network or the loop-backed volume group back).
 func (s *Service) ResumeAtStart(ctx context.Context) error {
-	if v, _, err := s.st.Get(ctx, state.KeyInitialized); err != nil {
+	if h, err := s.st.Host(ctx); err != nil {
 		return err
-	} else if v == "true" {
+	} else if h.Initialized {
 		slog.Info("host was initialized before: converging it")
 		s.start(RetryAtBoot)
 	}
@@ -162,7 +162,7 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 	if err := RecordSysctls(ctx, s.st); err != nil {
 		return err
 	}
-	goal, _, err := s.st.Get(ctx, state.KeyGoal)
+	h, err := s.st.Host(ctx)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 		return fmt.Errorf("record virt_type: %w", err)
 	}
 	detail := func(d string) { s.update(func(c *api.InitState) { c.Detail = d }) }
-	steps := s.Plan(rep.Decisions, goal != state.GoalKubernetes, detail)
+	steps := s.Plan(rep.Decisions, h.Goal != state.GoalKubernetes, detail)
 	needs = map[string][]string{}
 	for _, st := range steps {
 		needs[st.Name] = append(append([]string(nil), st.Needs...), "preflight")

@@ -11,6 +11,7 @@ import (
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/storage"
+	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"
 )
 
@@ -36,10 +37,12 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	ctx := r.Context()
-	if st, ok, err := s.st.Get(ctx, state.KeyJoin); err != nil {
+	h, err := s.st.Host(ctx)
+	if err != nil {
 		return rest.ErrorResponse(err)
-	} else if ok && st != state.JoinRemoved {
-		how := map[string]string{state.JoinJoining: "joining", state.JoinMember: "a member of"}[st]
+	}
+	if h.Join != nil && h.Join.State != state.JoinRemoved {
+		how := map[string]string{state.JoinJoining: "joining", state.JoinMember: "a member of"}[h.Join.State]
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this host is %s a cluster (osd join): osd init would make it a second, separate cloud; run osd reset first to leave", how))
 	}
 	if err := storage.CheckRequest(ctx, s.st, req, probeDecisions(s.st.Cfg)); err != nil {
@@ -49,26 +52,33 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 	if req.KubernetesOnly {
 		goal = state.GoalKubernetes
 	}
+	var ext *netsetup.ExternalNetwork
 	if req.ExternalInterface != "" || req.ExternalCIDR != "" {
-		if err := s.wantExternal(r, req); err != nil {
+		e, err := s.checkExternal(ctx, h, req)
+		if err != nil {
 			return rest.ErrorResponse(err)
 		}
+		ext = &e
 	}
 	if req.TunnelInterface != "" {
 		if err := CheckTunnelInterface(req.TunnelInterface); err != nil {
 			return rest.ErrorResponse(err)
 		}
-		if err := s.st.Set(ctx, state.KeyTunnelWanted, req.TunnelInterface); err != nil {
-			return rest.ErrorResponse(err)
+	}
+	// Everything checked: the request goes into the host record at once.
+	err = s.st.UpdateHost(ctx, func(h *store.Host) error {
+		if ext != nil {
+			h.ExternalWanted = state.Network(*ext)
 		}
-	}
-	if err := s.st.Set(ctx, state.KeyGoal, goal); err != nil {
-		return rest.ErrorResponse(err)
-	}
-	if err := storage.RecordRequest(ctx, s.st, req); err != nil {
-		return rest.ErrorResponse(err)
-	}
-	if err := s.st.Set(ctx, state.KeyInitialized, "true"); err != nil {
+		if req.TunnelInterface != "" {
+			h.TunnelInterface = req.TunnelInterface
+		}
+		h.Goal = goal
+		storage.RecordRequest(h, req)
+		h.Initialized = true
+		return nil
+	})
+	if err != nil {
 		return rest.ErrorResponse(err)
 	}
 	op := s.Start()
@@ -90,25 +100,22 @@ func CheckTunnelInterface(name string) error {
 	return nil
 }
 
-// wantExternal checks and records the external network osd init asks for; it refuses to
-// change the one a host already has.
-func (s *Service) wantExternal(r *http.Request, req api.InitRequest) error {
+// checkExternal checks the external network osd init asks for against this host (h its
+// record) and returns it normalized; it refuses to change the one a host already has.
+func (s *Service) checkExternal(ctx context.Context, h store.Host, req api.InitRequest) (netsetup.ExternalNetwork, error) {
 	ext, err := netsetup.ExternalNetwork{Interface: req.ExternalInterface, CIDR: req.ExternalCIDR}.Normalize()
 	if err != nil {
-		return rest.Errorf(rest.ErrBadRequest, "%v", err)
+		return ext, rest.Errorf(rest.ErrBadRequest, "%v", err)
 	}
 	if ext.Interface != "" {
 		if _, err := net.InterfaceByName(ext.Interface); err != nil {
-			return rest.Errorf(rest.ErrBadRequest, "external interface %q: %v (ip link lists the host's interfaces)", ext.Interface, err)
+			return ext, rest.Errorf(rest.ErrBadRequest, "external interface %q: %v (ip link lists the host's interfaces)", ext.Interface, err)
 		}
 	}
-	if cur, err := External(r.Context(), s.st); err == nil && cur != ext {
-		if v, _, _ := s.st.Get(r.Context(), state.KeyExternal); v != "" {
-			return rest.Errorf(rest.ErrConflict, "this host's external network is already %s %s%s: changing it needs osd reset first", cur.Bridge, cur.CIDR, cur.Interface)
-		}
+	if cur, err := wantedExternal(s.st.Cfg, h); err == nil && cur != ext && h.External != nil {
+		return ext, rest.Errorf(rest.ErrConflict, "this host's external network is already %s %s%s: changing it needs osd reset first", cur.Bridge, cur.CIDR, cur.Interface)
 	}
-	b, _ := json.Marshal(ext)
-	return s.st.Set(r.Context(), state.KeyExternalWanted, string(b))
+	return ext, nil
 }
 
 func (s *Service) getPreflight(r *http.Request) rest.Response {

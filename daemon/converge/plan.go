@@ -2,7 +2,6 @@ package converge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/storage"
+	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/hypervisor"
 	"github.com/osdcloud/osd/netsetup"
 )
@@ -102,11 +102,10 @@ func externalNetwork(ctx context.Context, st *state.State, ovs netsetup.OVSConfi
 	if err != nil {
 		return false, "", err
 	}
-	b, _ := json.Marshal(ext)
-	if err := st.Set(ctx, state.KeyExternal, string(b)); err != nil {
+	if err := st.UpdateHost(ctx, func(h *store.Host) error { h.External = state.Network(ext); return nil }); err != nil {
 		return false, "", err
 	}
-	host := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(st.Cfg.StateDir, "host")}
+	host := ExternalHost(st.DB, ovs)
 	applied, err := netsetup.ApplyExternalNetwork(ctx, host, netsetup.Spec{Datapath: ovs.Datapath, External: ext})
 	return len(applied) > 0, externalDetail(ext, applied), err
 }
@@ -128,16 +127,28 @@ func externalDetail(ext netsetup.ExternalNetwork, applied []netsetup.Op) string 
 	return detail + ": " + strings.Join(did, "; ")
 }
 
+// ExternalHost is where the external-network step keeps what it moved and changed
+// (netsetup's saved state, in the host record), so osd reset can put it back.
+func ExternalHost(db *store.DB, ovs netsetup.OVSConfig) netsetup.Host {
+	return netsetup.Host{OVSSocket: ovs.Socket(), Saved: state.NetSaved(db, state.NetExternal)}
+}
+
 // External is the external network to converge to: what the last osd init asked for,
 // else the daemon's configuration.
 func External(ctx context.Context, st *state.State) (netsetup.ExternalNetwork, error) {
-	ext := st.Cfg.External
-	if v, ok, err := st.Get(ctx, state.KeyExternalWanted); err != nil {
-		return ext, err
-	} else if ok {
-		if err := json.Unmarshal([]byte(v), &ext); err != nil {
-			return ext, fmt.Errorf("stored external network: %w", err)
-		}
+	h, err := st.Host(ctx)
+	if err != nil {
+		return st.Cfg.External, err
+	}
+	return wantedExternal(st.Cfg, h)
+}
+
+// wantedExternal is the external network of host record h: what osd init asked for, else
+// the daemon's configuration, normalized (pure).
+func wantedExternal(cfg state.Config, h store.Host) (netsetup.ExternalNetwork, error) {
+	ext := cfg.External
+	if h.ExternalWanted != nil {
+		ext = state.FromNetwork(*h.ExternalWanted)
 	}
 	return ext.Normalize()
 }

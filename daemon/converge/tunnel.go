@@ -3,17 +3,17 @@ package converge
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"
 	"github.com/osdcloud/osd/netsetup/ovsdb"
 )
 
-// TunnelHost is where the tunnel step keeps what it moved (netsetup's state file), so
-// osd reset can put it back.
-func TunnelHost(cfg state.Config, ovs netsetup.OVSConfig) netsetup.Host {
-	return netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(cfg.StateDir, "host", "tunnel")}
+// TunnelHost is where the tunnel step keeps what it moved (netsetup's saved state, in
+// the host record), so osd reset can put it back.
+func TunnelHost(db *store.DB, ovs netsetup.OVSConfig) netsetup.Host {
+	return netsetup.Host{OVSSocket: ovs.Socket(), Saved: state.NetSaved(db, state.NetTunnel)}
 }
 
 // tunnel is the tunnel step: this node's Geneve endpoint as the last osd init or osd join
@@ -23,10 +23,11 @@ func TunnelHost(cfg state.Config, ovs netsetup.OVSConfig) netsetup.Host {
 // (external_ids:osd-encap-ip, which the ovn-controller pod uses, and ovn-encap-ip, so a
 // running ovn-controller moves its chassis' endpoint at once).
 func tunnel(ctx context.Context, st *state.State, ovs netsetup.OVSConfig) (bool, string, error) {
-	wanted, _, err := st.Get(ctx, state.KeyTunnelWanted)
+	h, err := st.Host(ctx)
 	if err != nil {
 		return false, "", err
 	}
+	wanted := h.TunnelInterface
 	nodeIP := st.Cfg.PublicIP()
 	iface, err := netsetup.LinkOf("", nodeIP)
 	if err != nil {
@@ -39,17 +40,17 @@ func tunnel(ctx context.Context, st *state.State, ovs netsetup.OVSConfig) (bool,
 	if err != nil {
 		return false, "", err
 	}
-	h := TunnelHost(st.Cfg, ovs)
+	th := TunnelHost(st.DB, ovs)
 	changed := false
 	addr := plan.Address
 	switch {
 	case plan.Interface != "" && ovs.Datapath == netsetup.DatapathNetdev:
-		if changed, err = netsetup.EnsureTunnelBridge(ctx, h, plan.Interface); err != nil {
+		if changed, err = netsetup.EnsureTunnelBridge(ctx, th, plan.Interface); err != nil {
 			return false, "", err
 		}
 		if wanted == netsetup.TunnelAuto {
 			// Keep the interface's name: once moved, the address no longer says which it was.
-			if err := st.Set(ctx, state.KeyTunnelWanted, plan.Interface); err != nil {
+			if err := st.UpdateHost(ctx, func(h *store.Host) error { h.TunnelInterface = plan.Interface; return nil }); err != nil {
 				return changed, "", err
 			}
 		}
@@ -61,8 +62,8 @@ func tunnel(ctx context.Context, st *state.State, ovs netsetup.OVSConfig) (bool,
 			return false, "", err
 		}
 	case wanted != netsetup.TunnelAuto:
-		prev, _ := moved(h)
-		if changed, err = netsetup.RemoveTunnelBridge(ctx, h, prev); err != nil {
+		prev, _ := moved(th)
+		if changed, err = netsetup.RemoveTunnelBridge(ctx, th, prev); err != nil {
 			return changed, "", err
 		}
 	}
@@ -73,7 +74,7 @@ func tunnel(ctx context.Context, st *state.State, ovs netsetup.OVSConfig) (bool,
 	return changed || set, "Geneve endpoint " + addr + " (" + plan.Note + ")", err
 }
 
-// moved is the interface the tunnel bridge holds (from its state file; "" when none).
+// moved is the interface the tunnel bridge holds (from its saved state; "" when none).
 func moved(h netsetup.Host) (string, error) { return h.MovedInterface() }
 
 // recordEncap records addr as this chassis' tunnel endpoint in the host's Open vSwitch.

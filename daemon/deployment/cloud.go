@@ -2,15 +2,12 @@ package deployment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
 	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
-	"github.com/osdcloud/osd/daemon/state"
-	"github.com/osdcloud/osd/netsetup"
 )
 
 // CloudName is the cloud in the clouds.yaml the openstack step writes.
@@ -58,13 +55,10 @@ func (s *Service) ensureDayOne(ctx context.Context, detail func(string)) (bool, 
 		return false, "", err
 	}
 	cfg := cloud.DayOneConfig{Credentials: creds, Client: s.loggedIn.get(creds), CacheDir: s.st.Cfg.CacheDir, KeyFile: cloud.KeyFile(s.st.Cfg.StateDir), Progress: detail}
-	if v, ok, err := s.st.Get(ctx, state.KeyExternal); err != nil {
+	if h, err := s.st.Host(ctx); err != nil {
 		return false, "", err
-	} else if ok {
-		var ext netsetup.ExternalNetwork
-		if err := json.Unmarshal([]byte(v), &ext); err != nil {
-			return false, "", fmt.Errorf("stored external network: %w", err)
-		}
+	} else if h.External != nil {
+		ext := h.External
 		if ext.Interface != "" {
 			cfg.NoExternal = true
 		} else {

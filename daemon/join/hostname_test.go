@@ -145,13 +145,11 @@ func TestJoinSendsHostname(t *testing.T) {
 	if code != http.StatusConflict || !strings.Contains(body, want) || !strings.Contains(body, "hostnamectl set-hostname NAME") {
 		t.Errorf("POST cluster/join-remote from host VM = %d %s, want 409 saying %s and the fix", code, body, want)
 	}
-	for _, p := range []string{s.joinFile(), s.identityDir()} {
-		if _, err := os.Stat(p); err == nil {
-			t.Errorf("the refused join left %s on the joining node, want nothing", p)
-		}
+	if _, err := os.Stat(s.identityDir()); err == nil {
+		t.Errorf("the refused join left %s on the joining node, want nothing", s.identityDir())
 	}
-	if _, ok, _ := s.st.Get(ctx, state.KeyTunnelWanted); ok {
-		t.Errorf("the refused join recorded %s on the joining node, want nothing", state.KeyTunnelWanted)
+	if h, err := s.st.Host(ctx); err != nil || h.Join != nil || h.TunnelInterface != "" {
+		t.Errorf("the refused join recorded %+v, %v on the joining node, want nothing", h, err)
 	}
 	if n := agents.Load(); n != 0 {
 		t.Errorf("the refused join got %d agent credentials, want none", n)

@@ -7,7 +7,6 @@ package join
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +21,6 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap"
-	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
@@ -31,11 +29,9 @@ import (
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"
 )
-
-// joinFileName is the join's record under STATE/cluster, 0600: the join's secrets.
-const joinFileName = "join.json"
 
 // joinNodeTimeout bounds the wait for a joining node to become Ready.
 var joinNodeTimeout = 10 * time.Minute
@@ -43,25 +39,13 @@ var joinNodeTimeout = 10 * time.Minute
 // heartbeatInterval is how often a member tells the cluster it is alive.
 var heartbeatInterval = 15 * time.Second
 
-// Record is what a join keeps (0600) so that a restart can resume it and a member can
-// restart its agent: the token's name, secret and cluster, and the k3s join information.
-type Record struct {
-	State       string   `json:"state"`
-	Name        string   `json:"name"`
-	Secret      string   `json:"secret,omitempty"` // dropped once the join completed
-	Roles       []string `json:"roles"`
-	Fingerprint string   `json:"fingerprint"`
-	Addresses   []string `json:"addresses"`
-	Server      string   `json:"server"`  // the address that answered the join
-	Address     string   `json:"address"` // this node's own API address
-	K3sURL      string   `json:"k3s_server_url"`
-	K3sToken    string   `json:"k3s_token"`
-	// Hostname is this host's OS hostname as the join sent it ("" in records from
-	// before joins sent one); the completion sends the same.
-	Hostname string `json:"hostname,omitempty"`
-}
+// Record is what a join keeps so that a restart can resume it and a member can restart
+// its agent (the host record's join, store.Join: the token's name, secret and cluster,
+// and the k3s join information). Hostname is this host's OS hostname as the join sent it
+// ("" in records from before joins sent one); the completion sends the same.
+type Record = store.Join
 
-func (r Record) request() api.JoinRequest {
+func request(r Record) api.JoinRequest {
 	return api.JoinRequest{Name: r.Name, Secret: r.Secret, Address: r.Address, Hostname: r.Hostname}
 }
 
@@ -108,40 +92,33 @@ func (s *Service) Endpoints() []rest.Endpoint {
 }
 
 func (s *Service) identityDir() string { return IdentityDir(s.st.Cfg) }
-func (s *Service) joinFile() string    { return filepath.Join(s.st.Cfg.ClusterDir(), joinFileName) }
 
 // IdentityDir is where a member keeps its member certificate.
 func IdentityDir(cfg state.Config) string { return filepath.Join(cfg.ClusterDir(), "member") }
 
-// Load is this node's join record (nil when it never joined).
-func Load(cfg state.Config) (*Record, error) {
-	return (&Service{st: &state.State{Cfg: cfg}}).loadJoin()
-}
-
+// loadJoin is this node's join record (nil when it never joined).
 func (s *Service) loadJoin() (*Record, error) {
-	b, err := os.ReadFile(s.joinFile())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	h, err := s.st.Host(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("read join state: %w", err)
 	}
-	var rec Record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("read join state %s: %w", s.joinFile(), err)
-	}
-	return &rec, nil
+	return h.Join, nil
 }
 
-func (s *Service) saveJoin(ctx context.Context, rec Record) error {
-	b, _ := json.Marshal(rec)
-	if err := os.MkdirAll(filepath.Dir(s.joinFile()), 0o700); err != nil {
+// saveJoin records rec as this node's join (and, when tunnel is not "", the tunnel
+// interface the join asked for) in the host record, in one transaction.
+func (s *Service) saveJoin(ctx context.Context, rec Record, tunnel string) error {
+	err := s.st.UpdateHost(ctx, func(h *store.Host) error {
+		h.Join = &rec
+		if tunnel != "" {
+			h.TunnelInterface = tunnel
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("save join state: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(s.joinFile(), b, 0o600); err != nil {
-		return fmt.Errorf("save join state: %w", err)
-	}
-	return s.st.Set(ctx, state.KeyJoin, rec.State)
+	return nil
 }
 
 // ValidateJoinToken decodes an encoded token for a node called nodeName at now (pure):
@@ -174,9 +151,9 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	ctx := r.Context()
-	if v, _, err := s.st.Get(ctx, state.KeyInitialized); err != nil {
+	if h, err := s.st.Host(ctx); err != nil {
 		return rest.ErrorResponse(err)
-	} else if v == "true" {
+	} else if h.Initialized {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "osd init ran on this host: it is the first node of its own cluster and cannot join another (osd reset first)"))
 	}
 	rec, err := s.loadJoin()
@@ -237,16 +214,13 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if err := converge.CheckTunnelInterface(tunnelIface); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if err := s.st.Set(ctx, state.KeyTunnelWanted, tunnelIface); err != nil {
-		return rest.ErrorResponse(err)
-	}
 	if _, err := cluster.SaveMemberIdentity(s.identityDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key); err != nil {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrForbidden, "the cluster's credentials were refused (nothing was kept): %v", err))
 	}
 	jreq.CSR = ""
 	rec = &Record{State: state.JoinJoining, Name: tok.Name, Secret: tok.Secret, Roles: creds.Roles, Fingerprint: tok.Fingerprint,
 		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken, Hostname: jreq.Hostname}
-	if err := s.saveJoin(ctx, *rec); err != nil {
+	if err := s.saveJoin(ctx, *rec, tunnelIface); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	// This host's firewall (made by the join's first step) trusts the cluster's nodes.
@@ -500,12 +474,12 @@ func (s *Service) completeJoin(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	m, err := cluster.CompleteJoinWith(ctx, rec.Fingerprint, rec.Server, id.Cert, rec.request())
+	m, err := cluster.CompleteJoinWith(ctx, rec.Fingerprint, rec.Server, id.Cert, request(*rec))
 	if err != nil {
 		return false, "", fmt.Errorf("complete the join with %s: %w", rec.Server, err)
 	}
 	rec.State, rec.Secret = state.JoinMember, ""
-	if err := s.saveJoin(ctx, *rec); err != nil {
+	if err := s.saveJoin(ctx, *rec, ""); err != nil {
 		return false, "", err
 	}
 	slog.Info("joined the cluster", "name", m.Name, "server", rec.Server, "roles", m.Roles)
@@ -565,7 +539,7 @@ func (s *Service) startHeartbeats() {
 			if errors.Is(err, cluster.ErrRemoved) {
 				slog.Error("the cluster removed this node: stopping the embedded Kubernetes agent (osd reset cleans this host)", "err", err)
 				rec.State = state.JoinRemoved
-				if serr := s.saveJoin(context.WithoutCancel(ctx), *rec); serr != nil {
+				if serr := s.saveJoin(context.WithoutCancel(ctx), *rec, ""); serr != nil {
 					slog.Error("record removal", "err", serr)
 				}
 				s.st.Stop(err)

@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/osdcloud/osd/daemon/k3s"
-	"github.com/osdcloud/osd/daemon/state"
 )
 
 // admissionInterval is how often the admitted node names are rewritten without an event
@@ -61,7 +60,7 @@ func (s *Service) keepAdmission(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		if !s.st.Is(ctx, state.KeyInitialized, "true") || !s.st.Node.Running() {
+		if !s.st.Initialized(ctx) || !s.st.Node.Running() {
 			continue
 		}
 		cs, err := s.adminClient()

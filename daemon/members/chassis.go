@@ -10,7 +10,6 @@ import (
 	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/ovnchassis"
 	"github.com/osdcloud/osd/daemon/rest"
-	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/netsetup/ovnpki"
 	"github.com/osdcloud/osd/netsetup/ovnsb"
 )
@@ -112,7 +111,7 @@ func (s *Service) chassisCertOnce(ctx context.Context, remote ovnchassis.Signer)
 		return err
 	}
 	sign := remote
-	if s.st.Is(cctx, state.KeyInitialized, "true") {
+	if s.st.Initialized(cctx) {
 		sign = s.localSigner()
 	}
 	if sign == nil {

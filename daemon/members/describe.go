@@ -16,7 +16,6 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/images"
-	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/netsetup/ovnsb"
 )
 
@@ -58,7 +57,7 @@ func (s *Service) maintenance(ctx context.Context, name string, on bool) error {
 
 // enableCompute enables name's nova-compute again when the cloud runs.
 func (s *Service) enableCompute(ctx context.Context, name string) error {
-	if s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
+	if s.st.KubernetesOnly(ctx) {
 		return nil
 	}
 	c, err := s.Cloud(ctx)

@@ -23,7 +23,6 @@ import (
 	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
-	"github.com/osdcloud/osd/daemon/join"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/rest"
@@ -111,12 +110,12 @@ func (s *Service) localMember() *api.Member {
 	if s.Address != nil {
 		m.Address = s.Address()
 	}
-	if s.st.Is(ctx, state.KeyInitialized, "true") {
+	if s.st.Initialized(ctx) {
 		m.Roles = append([]string(nil), cluster.ValidRoles...)
 		return m
 	}
-	if rec, err := join.Load(s.st.Cfg); err == nil && rec != nil && rec.State == state.JoinMember {
-		m.Roles = rec.Roles
+	if h, err := s.st.Host(ctx); err == nil && h.Join != nil && h.Join.State == state.JoinMember {
+		m.Roles = append([]string(nil), h.Join.Roles...)
 		return m
 	}
 	return nil
@@ -126,7 +125,7 @@ func (s *Service) localMember() *api.Member {
 // Kubernetes-only cluster has no VMs but pods labelled InstanceLabel).
 func (s *Service) defaultVMCounter(cs kubernetes.Interface) VMCounter {
 	return func(ctx context.Context, node string) (int, error) {
-		if s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
+		if s.st.KubernetesOnly(ctx) {
 			return countInstancePods(cs)(ctx, node)
 		}
 		c, err := s.Cloud(ctx)

@@ -19,7 +19,6 @@ import (
 	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/rest"
-	"github.com/osdcloud/osd/daemon/state"
 )
 
 // LeavingTaint (effect NoExecute) is put on a node being removed: every pod leaves it,
@@ -117,7 +116,7 @@ const removeReason = "osd cluster remove"
 // disableCompute disables name's nova-compute with reason when the cloud runs; with force,
 // a cloud that cannot be reached is only logged.
 func (s *Service) disableCompute(ctx context.Context, name, reason string, force bool) error {
-	if s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
+	if s.st.KubernetesOnly(ctx) {
 		return nil
 	}
 	c, err := s.Cloud(ctx)
@@ -177,7 +176,7 @@ func evictAll(ctx context.Context, cs kubernetes.Interface, name string, timeout
 // resource provider left of that name, and its OVN chassis. Without a deployed cloud it
 // does nothing; with force, a cloud that cannot be reached is only logged.
 func (s *Service) forgetCloudHost(ctx context.Context, cs kubernetes.Interface, name string, force bool) error {
-	if s.st.Is(ctx, state.KeyGoal, state.GoalKubernetes) {
+	if s.st.KubernetesOnly(ctx) {
 		return nil
 	}
 	fail := func(err error) error {

@@ -37,23 +37,28 @@ func Reset(ctx context.Context, cfg state.Config, out io.Writer) error {
 	if pid, held := client.LockHolder(cfg.StateDir); held {
 		return fmt.Errorf("the osd daemon (pid %d) is still running on %s: stop it first", pid, cfg.StateDir)
 	}
+	// The state database says what to undo (the host record, with what netsetup saved,
+	// and the configuration keys); it stays open until the state dir goes.
 	conf := map[string]string{}
+	var rec store.Host
+	var db *store.DB
 	if dbPath := filepath.Join(cfg.StateDir, "osd.db"); fileExists(dbPath) {
-		db, err := store.Open(ctx, dbPath)
-		if err != nil {
+		if db, err = store.Open(ctx, dbPath); err != nil {
 			return fmt.Errorf("read what osd changed on this host: %w", err)
 		}
-		conf, err = db.AllConfig(ctx)
-		db.Close()
-		if err != nil {
+		defer db.Close()
+		if rec, err = db.Host(ctx); err != nil {
+			return fmt.Errorf("read what osd changed on this host: %w", err)
+		}
+		if conf, err = db.AllConfig(ctx); err != nil {
 			return err
 		}
 	}
 	var errs []error
 	// A host prepared by osd init or by osd join (compute and network roles set up OVS,
 	// libvirt and the external network too).
-	if conf[string(state.KeyInitialized)] == "true" || conf[string(state.KeyJoin)] != "" {
-		errs = append(errs, host(ctx, cfg, conf, out)...)
+	if db != nil && (rec.Initialized || rec.Join != nil) {
+		errs = append(errs, host(ctx, cfg, db, rec, conf, out)...)
 	}
 	// Kubernetes' leftovers, and the kernel settings as they were before osd's first run.
 	sysctls := map[string]string{}
@@ -81,6 +86,9 @@ func Reset(ctx context.Context, cfg state.Config, out io.Writer) error {
 	}
 
 	// The state dir goes last: it held what the steps above needed to know.
+	if db != nil {
+		db.Close()
+	}
 	for _, d := range []string{cfg.RunDir, cfg.StateDir} {
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, err)
@@ -175,14 +183,16 @@ func cloud(ctx context.Context, ovsSocket string, out io.Writer) []error {
 
 // host undoes the host preparation: the cloud's leftovers, the external network, the host
 // services osd started and the volume group.
-func host(ctx context.Context, cfg state.Config, conf map[string]string, out io.Writer) []error {
+func host(ctx context.Context, cfg state.Config, db *store.DB, rec store.Host, conf map[string]string, out io.Writer) []error {
 	var errs []error
 	ovs := netsetup.DefaultOVSConfig()
 	var ext netsetup.ExternalNetwork
-	json.Unmarshal([]byte(conf[string(state.KeyExternal)]), &ext)
+	if rec.External != nil {
+		ext = state.FromNetwork(*rec.External)
+	}
 	errs = append(errs, cloud(ctx, ovs.Socket(), out)...)
 	if fileExists(ovs.Socket()) {
-		th := converge.TunnelHost(cfg, ovs)
+		th := converge.TunnelHost(db, ovs)
 		iface, err := th.MovedInterface()
 		if err == nil {
 			var removed bool
@@ -195,7 +205,7 @@ func host(ctx context.Context, cfg state.Config, conf map[string]string, out io.
 		}
 	}
 	if fileExists(ovs.Socket()) {
-		h := netsetup.Host{OVSSocket: ovs.Socket(), StateDir: filepath.Join(cfg.StateDir, "host")}
+		h := converge.ExternalHost(db, ovs)
 		if err := netsetup.Teardown(ctx, h, netsetup.Spec{Datapath: ovs.Datapath, External: ext}); err != nil {
 			errs = append(errs, fmt.Errorf("external network: %w", err))
 		} else {

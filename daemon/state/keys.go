@@ -7,18 +7,12 @@ import (
 )
 
 // Key is a key of the state store's configuration table. Every key the daemon uses is
-// declared here, once.
+// declared here, once. What osd init and osd join asked for, and what the steps decided
+// from it, is not here but in the host record (State.Host, store.Host).
 type Key string
 
 // The daemon's configuration keys.
 const (
-	// KeyInitialized marks a host on which osd init was asked for: from then on the
-	// daemon converges the host at every start.
-	KeyInitialized Key = "init.requested"
-	// KeyGoal is how far converge goes: GoalOpenStack (default) or GoalKubernetes.
-	KeyGoal Key = "init.goal"
-	// KeyExternalWanted is the external network osd init asked for (JSON).
-	KeyExternalWanted Key = "init.external_network"
 	// KeyVirtType is the hypervisor type the last preflight chose (kvm or qemu).
 	KeyVirtType Key = "hypervisor.virt_type"
 	// KeySysctls are the kernel settings before k3s first changed them (JSON), for reset.
@@ -27,11 +21,6 @@ const (
 	// "host"): osd reset stops only what osd started.
 	KeyOVSOwner     Key = "host.ovs_owner"
 	KeyLibvirtOwner Key = "host.libvirt_owner"
-	// KeyExternal is the external network osd made (JSON).
-	KeyExternal Key = "host.external_network"
-	// KeyTunnelWanted is the tunnel interface osd init or osd join asked for: an interface
-	// name, "auto" (the one holding the node's address) or "none"/"" (no tunnel bridge).
-	KeyTunnelWanted Key = "host.tunnel_interface"
 	// KeyFirewallPeers are the addresses the host firewall trusts beside this host's and
 	// the members' in the store (JSON list): on the cluster, nodes whose join it accepted;
 	// on a joined node, the cluster's members as it last heard of them.
@@ -49,25 +38,15 @@ const (
 	// control node's traffic to this node may come from them (pods' traffic leaving
 	// their node is masqueraded to the address it leaves from).
 	KeyFirewallControlPeers Key = "host.firewall_control_peers"
-	// KeyJoin is this node's join: JoinJoining, JoinMember or JoinRemoved.
-	KeyJoin Key = "join.state"
-	// KeyStorageWanted and KeyStorageSizeWanted are what osd init asked for (--storage,
-	// --storage-size in bytes); KeyStorageBackend (api.StorageCeph, ...), KeyStorageReason
-	// and KeyStorageSize (bytes) what the first converge decided (the size grows when asked).
-	KeyStorageWanted     Key = "init.storage_backend"
-	KeyStorageSizeWanted Key = "init.storage_size_bytes"
-	KeyStorageBackend    Key = "storage.backend"
-	KeyStorageReason     Key = "storage.reason"
-	KeyStorageSize       Key = "storage.size_bytes"
 )
 
-// Values of KeyGoal.
+// Values of store.Host.Goal.
 const (
 	GoalOpenStack  = "openstack"
 	GoalKubernetes = "kubernetes"
 )
 
-// Values of KeyJoin.
+// Values of store.Join.State.
 const (
 	JoinJoining = "joining"
 	JoinMember  = "member"

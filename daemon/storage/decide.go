@@ -3,12 +3,12 @@ package storage
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
+	"github.com/osdcloud/osd/daemon/store"
 )
 
 // Choice is this host's block storage as the first converge decided it.
@@ -18,27 +18,13 @@ type Choice struct {
 	Size    int64  // bytes of the OSD's block file or the volume group (0 with none)
 }
 
-func getInt(ctx context.Context, st *state.State, key state.Key) (int64, error) {
-	v, ok, err := st.Get(ctx, key)
-	if err != nil || !ok || v == "" {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("state %s = %q: %w", key, v, err)
-	}
-	return n, nil
-}
-
 // Current is the recorded choice (none, "not decided yet", before the first converge).
 func Current(ctx context.Context, st *state.State) Choice {
-	backend, ok, err := st.Get(ctx, state.KeyStorageBackend)
-	if err != nil || !ok || backend == "" {
+	h, err := st.Host(ctx)
+	if err != nil || h.Storage.Backend == "" {
 		return Choice{Backend: api.StorageNone, Reason: "not decided yet: osd init decides it"}
 	}
-	reason, _, _ := st.Get(ctx, state.KeyStorageReason)
-	size, _ := getInt(ctx, st, state.KeyStorageSize)
-	return Choice{Backend: backend, Reason: reason, Size: size}
+	return Choice{Backend: h.Storage.Backend, Reason: h.Storage.Reason, Size: h.Storage.Size}
 }
 
 // CheckRequest validates osd init's storage choices before anything is recorded or made:
@@ -51,10 +37,11 @@ func CheckRequest(ctx context.Context, st *state.State, req api.InitRequest, pro
 	default:
 		return rest.Errorf(rest.ErrBadRequest, "storage backend %q: want ceph, lvm or none (or leave it to the host probe)", req.StorageBackend)
 	}
-	have, _, err := st.Get(ctx, state.KeyStorageBackend)
+	h, err := st.Host(ctx)
 	if err != nil {
 		return err
 	}
+	have := h.Storage.Backend
 	if req.StorageBackend != "" && have != "" && have != req.StorageBackend {
 		return rest.Errorf(rest.ErrConflict, "this cloud's storage backend is %s: changing it to %s needs osd reset first", have, req.StorageBackend)
 	}
@@ -66,75 +53,60 @@ func CheckRequest(ctx context.Context, st *state.State, req api.InitRequest, pro
 	if req.StorageSize == 0 {
 		return nil
 	}
-	current, err := getInt(ctx, st, state.KeyStorageSize)
-	if err != nil {
-		return err
-	}
 	free, err := preflight.FreeBytes(st.Cfg.StateDir)
 	if err != nil {
 		return err
 	}
-	if _, err := preflight.StorageSize(req.StorageSize, free, current); err != nil {
+	if _, err := preflight.StorageSize(req.StorageSize, free, h.Storage.Size); err != nil {
 		return rest.Errorf(rest.ErrBadRequest, "%v", err)
 	}
 	return nil
 }
 
-// RecordRequest stores osd init's storage choices (checked by CheckRequest before).
-func RecordRequest(ctx context.Context, st *state.State, req api.InitRequest) error {
+// RecordRequest puts osd init's storage choices (checked by CheckRequest before) into the
+// host record h (pure).
+func RecordRequest(h *store.Host, req api.InitRequest) {
 	if req.StorageBackend != "" {
-		if err := st.Set(ctx, state.KeyStorageWanted, req.StorageBackend); err != nil {
-			return err
-		}
+		h.Storage.Wanted = req.StorageBackend
 	}
 	if req.StorageSize > 0 {
-		return st.Set(ctx, state.KeyStorageSizeWanted, strconv.FormatInt(req.StorageSize, 10))
+		h.Storage.SizeWanted = req.StorageSize
 	}
-	return nil
 }
 
 // Decide records this converge's storage backend and size: the backend once recorded,
 // else what osd init asked for, else the probe's choice (dec, updated in place so that
 // host preparation follows it), and the size from the free disk (preflight.StorageSize).
 func Decide(ctx context.Context, st *state.State, dec *preflight.Decisions, f preflight.Facts) error {
-	backend, reason := dec.StorageBackend, dec.StorageBackendReason
-	have, _, err := st.Get(ctx, state.KeyStorageBackend)
-	if err != nil {
-		return err
-	}
-	want, _, err := st.Get(ctx, state.KeyStorageWanted)
-	if err != nil {
-		return err
-	}
-	switch {
-	case have != "":
-		backend = have
-		if reason, _, err = st.Get(ctx, state.KeyStorageReason); err != nil {
-			return err
+	var backend, reason string
+	err := st.UpdateHost(ctx, func(h *store.Host) error {
+		backend, reason = decide(h.Storage, *dec)
+		size, err := h.Storage.Size, error(nil)
+		if backend != api.StorageNone {
+			if size, err = preflight.StorageSize(h.Storage.SizeWanted, f.DiskFreeBytes, size); err != nil {
+				return fmt.Errorf("storage: %w", err)
+			}
 		}
-	case want != "" && want != backend:
-		backend, reason = want, "asked for with osd init --storage "+want+" (the host probe said "+dec.StorageBackend+": "+dec.StorageBackendReason+")"
-	}
-	wanted, err := getInt(ctx, st, state.KeyStorageSizeWanted)
+		h.Storage.Backend, h.Storage.Reason, h.Storage.Size = backend, reason, size
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	size, err := getInt(ctx, st, state.KeyStorageSize)
-	if err != nil {
-		return err
-	}
-	if backend != api.StorageNone {
-		if size, err = preflight.StorageSize(wanted, f.DiskFreeBytes, size); err != nil {
-			return fmt.Errorf("storage: %w", err)
-		}
-	}
-	for k, v := range map[state.Key]string{state.KeyStorageBackend: backend, state.KeyStorageReason: reason, state.KeyStorageSize: strconv.FormatInt(size, 10)} {
-		if err := st.Set(ctx, k, v); err != nil {
-			return err
-		}
 	}
 	dec.StorageBackend, dec.StorageBackendReason = backend, reason
 	return nil
+}
+
+// decide is the backend and its reason: the one recorded, else the one asked for, else the
+// probe's (pure).
+func decide(s store.Storage, dec preflight.Decisions) (string, string) {
+	switch {
+	case s.Backend != "":
+		return s.Backend, s.Reason
+	case s.Wanted != "" && s.Wanted != dec.StorageBackend:
+		return s.Wanted, "asked for with osd init --storage " + s.Wanted + " (the host probe said " + dec.StorageBackend + ": " + dec.StorageBackendReason + ")"
+	}
+	return dec.StorageBackend, dec.StorageBackendReason
 }
 
 // Images are the service images the backend needs beyond the base deployment's.

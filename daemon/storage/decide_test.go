@@ -51,7 +51,10 @@ func TestDecide(t *testing.T) {
 
 	// osd init --storage lvm --storage-size 30G: recorded, then used by the converge.
 	st = testState(t)
-	if err := RecordRequest(ctx, st, api.InitRequest{StorageBackend: "lvm", StorageSize: 30 * gib}); err != nil {
+	if err := st.UpdateHost(ctx, func(h *store.Host) error {
+		RecordRequest(h, api.InitRequest{StorageBackend: "lvm", StorageSize: 30 * gib})
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	dec = probe
@@ -68,10 +71,49 @@ func TestDecide(t *testing.T) {
 	if err := Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 2 * gib}); err == nil || !strings.Contains(err.Error(), "block storage needs at least 4.0 GiB") {
 		t.Errorf("Decide(2 GiB free) = %v, want the minimum refused", err)
 	}
+	if c := Current(ctx, st); c.Backend != api.StorageNone || !strings.Contains(c.Reason, "not decided yet") {
+		t.Errorf("Current after a refused Decide = %+v, want nothing recorded", c)
+	}
 
 	// Before any converge: none, and why.
 	if c := Current(ctx, testState(t)); c.Backend != api.StorageNone || !strings.Contains(c.Reason, "not decided yet") {
 		t.Errorf("Current(fresh) = %+v, want none, not decided yet", c)
+	}
+}
+
+func TestDecideBackend(t *testing.T) {
+	probe := preflight.Decisions{StorageBackend: api.StorageCeph, StorageBackendReason: "no device-mapper"}
+	for _, tt := range []struct {
+		name           string
+		s              store.Storage
+		backend, cause string
+	}{
+		{"probe", store.Storage{}, "ceph", "no device-mapper"},
+		{"asked as probed", store.Storage{Wanted: "ceph"}, "ceph", "no device-mapper"},
+		{"asked", store.Storage{Wanted: "none"}, "none", "asked for with osd init --storage none (the host probe said ceph: no device-mapper)"},
+		{"recorded", store.Storage{Wanted: "none", Backend: "lvm", Reason: "before"}, "lvm", "before"},
+	} {
+		if b, r := decide(tt.s, probe); b != tt.backend || r != tt.cause {
+			t.Errorf("%s: decide(%+v) = %q, %q, want %q, %q", tt.name, tt.s, b, r, tt.backend, tt.cause)
+		}
+	}
+}
+
+func TestRecordRequest(t *testing.T) {
+	for _, tt := range []struct {
+		req  api.InitRequest
+		have store.Storage
+		want store.Storage
+	}{
+		{api.InitRequest{}, store.Storage{Wanted: "lvm", SizeWanted: 5}, store.Storage{Wanted: "lvm", SizeWanted: 5}},
+		{api.InitRequest{StorageBackend: "ceph"}, store.Storage{}, store.Storage{Wanted: "ceph"}},
+		{api.InitRequest{StorageSize: 7}, store.Storage{Wanted: "lvm", SizeWanted: 5}, store.Storage{Wanted: "lvm", SizeWanted: 7}},
+	} {
+		h := store.Host{Storage: tt.have}
+		RecordRequest(&h, tt.req)
+		if h.Storage != tt.want {
+			t.Errorf("RecordRequest(%+v) on %+v = %+v, want %+v", tt.req, tt.have, h.Storage, tt.want)
+		}
 	}
 }
 

@@ -53,6 +53,10 @@ func open(ctx context.Context, path string, ups []update) (*DB, error) {
 		_ = d.Close()
 		return nil, err
 	}
+	if err := d.removeFolded(ctx); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -1,5 +1,6 @@
 // Package store owns the daemon's node-local state: one SQLite database under the state dir
-// (identity, configuration, the step journal, the record of completed idempotent steps).
+// (the host record, configuration, the step journal, the cluster's tokens, trust and
+// members).
 //
 // Open applies the append-only list of schema updates in updates.go, each in its own
 // transaction, after backing up an existing database to PATH.bak. A database written by a

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/osdcloud/osd/bootstrap/fsutil"
 )
@@ -60,6 +61,9 @@ func (d *DB) migrate(ctx context.Context, ups []update, existed bool) error {
 		if err := d.backup(ctx); err != nil {
 			return err
 		}
+	}
+	if d.path != "" {
+		ctx = withStateDir(ctx, filepath.Dir(d.path))
 	}
 	for v := current; v < len(ups); v++ {
 		err := d.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {

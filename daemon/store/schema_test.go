@@ -23,6 +23,7 @@ func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
 		4: {"schema", "config", "journal", "steps", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 		5: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 		6: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
+		7: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members", "host"},
 	}
 	for n := 0; n <= len(updates); n++ {
 		for _, kind := range []string{"memory", "file"} {

@@ -14,6 +14,7 @@ var updates = []update{
 	updateFromV3,
 	updateFromV4,
 	updateFromV5,
+	updateFromV6,
 }
 
 // updateFromV0 creates the configuration, the step journal and the completed-step record.
@@ -106,4 +107,63 @@ func updateFromV4(ctx context.Context, tx *sql.Tx) error {
 func updateFromV5(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `ALTER TABLE members ADD COLUMN hostname TEXT NOT NULL DEFAULT '';`)
 	return err
+}
+
+// updateFromV6 creates the host record (Host: one row, read and written whole) and folds
+// into it what a host kept before in separate configuration keys and in files: the keys
+// of osd init's request, the storage decision, the external network and the tunnel
+// interface, the join's record (STATE/cluster/join.json) and what netsetup saved
+// (STATE/host/netsetup.json, STATE/host/tunnel/netsetup.json). The keys go in the same
+// transaction; the files once it committed (removeFolded).
+func updateFromV6(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `
+CREATE TABLE host (
+	id                   INTEGER PRIMARY KEY CHECK(id = 1),
+	version              INTEGER NOT NULL,
+	initialized          INTEGER NOT NULL DEFAULT 0,
+	goal                 TEXT NOT NULL DEFAULT '',
+	tunnel_interface     TEXT NOT NULL DEFAULT '',
+	ext_wanted_bridge    TEXT,
+	ext_wanted_cidr      TEXT,
+	ext_wanted_gateway   TEXT,
+	ext_wanted_interface TEXT,
+	ext_bridge           TEXT,
+	ext_cidr             TEXT,
+	ext_gateway          TEXT,
+	ext_interface        TEXT,
+	storage_wanted       TEXT NOT NULL DEFAULT '',
+	storage_size_wanted  INTEGER NOT NULL DEFAULT 0,
+	storage_backend      TEXT NOT NULL DEFAULT '',
+	storage_reason       TEXT NOT NULL DEFAULT '',
+	storage_size         INTEGER NOT NULL DEFAULT 0,
+	join_state           TEXT NOT NULL DEFAULT '' CHECK(join_state IN ('','joining','member','removed')),
+	join_name            TEXT NOT NULL DEFAULT '',
+	join_secret          TEXT NOT NULL DEFAULT '',
+	join_roles           TEXT NOT NULL DEFAULT '',
+	join_fingerprint     TEXT NOT NULL DEFAULT '',
+	join_addresses       TEXT NOT NULL DEFAULT '',
+	join_server          TEXT NOT NULL DEFAULT '',
+	join_address         TEXT NOT NULL DEFAULT '',
+	join_k3s_url         TEXT NOT NULL DEFAULT '',
+	join_k3s_token       TEXT NOT NULL DEFAULT '',
+	join_hostname        TEXT NOT NULL DEFAULT '',
+	net_external         TEXT NOT NULL DEFAULT '',
+	net_tunnel           TEXT NOT NULL DEFAULT '',
+	updated_at           INTEGER NOT NULL
+);`); err != nil {
+		return err
+	}
+	h, err := legacyHost(ctx, tx, stateDirOf(ctx))
+	if err != nil {
+		return err
+	}
+	if err := writeHost(ctx, tx, h); err != nil {
+		return err
+	}
+	for _, k := range legacyKeys {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM config WHERE key = ?`, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
