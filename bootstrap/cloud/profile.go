@@ -8,8 +8,9 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 )
 
-// Nova's events of a create action: the conductor's scheduling and the compute host's
-// build (the port's binding, the VIF plugged and its event, the domain defined and started).
+// Nova's events of a create action: the conductor's scheduling (recorded by newer
+// releases than Zed) and the compute host's build (the port's binding, the VIF plugged
+// and its event, the domain defined and started).
 const (
 	eventSchedule = "conductor_schedule_and_build_instances"
 	eventBuild    = "compute__do_build_and_run_instance"
