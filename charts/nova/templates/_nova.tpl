@@ -209,74 +209,18 @@ print("nova-conductor answered after %d s" % (time.monotonic() - began))
 {{- end -}}
 
 {{/*
-A control-plane Deployment: (dict "ctx" $ "component" "conductor" "command" (list ...)
-"ports" (list ...) "probes" (dict for osd-lib.probes, optional)).
+A control-plane Deployment (osd-lib.workload): (dict "ctx" $ "component" "conductor"
+"command" (list ...) "ports" (list ...) "probes" (dict for osd-lib.probes, optional)).
 */}}
 {{- define "nova.deployment" -}}
 {{- $ctx := .ctx -}}
 {{- $args := merge (dict "ctx" $ctx) (include "nova.stepArgs" $ctx | fromJson) -}}
 {{- $files := include "nova.configFiles" $ctx | fromJson -}}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: nova-{{ .component }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 4 }}
-spec:
-  replicas: {{ $ctx.Values.replicas }}
-  selector:
-    matchLabels:
-      {{- include "osd-lib.selectorLabels" (dict "ctx" $ctx "component" .component) | nindent 6 }}
-  template:
-    metadata:
-      labels:
-        {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 8 }}
-      annotations:
-        checksum/config: {{ include "osd-lib.configChecksum" (dict "ctx" $ctx "files" $files) }}
-    spec:
-      enableServiceLinks: false
-      {{- include "osd-lib.controlPlane" (dict "ctx" $ctx) | nindent 6 }}
-      {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
-      initContainers:
-        {{- include "osd-lib.configRender" $args | nindent 8 }}
-        {{- include "nova.waitDBStep" $args | nindent 8 }}
-      containers:
-        - name: nova-{{ .component }}
-          image: {{ include "osd-lib.image" $args }}
-          imagePullPolicy: Never
-          command:
-            {{- toYaml .command | nindent 12 }}
-          {{- with .ports }}
-          ports:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          {{- with .probes }}
-          {{- include "osd-lib.probes" . | nindent 10 }}
-          {{- end }}
-          {{- include "osd-lib.resources" (dict "ctx" $ctx "component" .component) | nindent 10 }}
-          volumeMounts:
-            {{- include "osd-lib.configMounts" (dict "files" (dict "nova.conf" "/etc/nova/nova.conf")) | nindent 12 }}
-      volumes:
-        {{- include "osd-lib.configVolumes" $args | nindent 8 }}
-{{- end -}}
-
-{{/* A Service: (dict "ctx" $ "name" "component" "portName" "port" "type" "nodePort"). */}}
-{{- define "nova.service" -}}
-apiVersion: v1
-kind: Service
-metadata:
-  name: {{ .name }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
-spec:
-  type: {{ .type }}
-  selector:
-    {{- include "osd-lib.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
-  ports:
-    - name: {{ .portName }}
-      port: {{ .port }}
-      targetPort: {{ .port }}
-      {{- if eq .type "NodePort" }}
-      nodePort: {{ .nodePort }}
-      {{- end }}
+{{- $init := concat (include "osd-lib.configRender" $args | fromYamlArray) (include "nova.waitDBStep" $args | fromYamlArray) -}}
+{{- $main := include "osd-lib.container" (merge (dict "name" (printf "nova-%s" .component) "command" .command
+      "ports" .ports "probes" .probes "resources" .component
+      "files" (dict "nova.conf" "/etc/nova/nova.conf")) $args) | fromYamlArray -}}
+{{- include "osd-lib.workload" (dict "ctx" $ctx "name" (printf "nova-%s" .component) "component" .component
+      "uid" $ctx.Values.uid "checksum" (include "osd-lib.configChecksum" (dict "ctx" $ctx "files" $files))
+      "initContainers" $init "containers" $main "volumes" (include "osd-lib.configVolumes" $args | fromYamlArray)) -}}
 {{- end -}}
