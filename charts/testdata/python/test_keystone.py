@@ -11,7 +11,8 @@ class FakeKeystone:
     """Keystone's collections in memory, answering keystone.request."""
 
     def __init__(self):
-        self.items = {"domains": [{"id": "d0", "name": "Default"}], "roles": [], "projects": [], "users": []}
+        self.items = {"domains": [{"id": "d0", "name": "Default"}], "roles": [], "projects": [], "users": [],
+                      "services": [], "endpoints": []}
         self.grants, self.calls, self.n = set(), [], 0
 
     def request(self, method, path, body=None, token=None, attempts=5):
@@ -26,6 +27,10 @@ class FakeKeystone:
             item = dict(body[key], id="%s%d" % (coll[0], self.n))
             self.items[coll].append(item)
             return 201, {key: item}, {}
+        if method == "POST" and coll == "auth/tokens":
+            return 201, {}, {"X-Subject-Token": "t"}
+        if method == "PATCH":
+            return 200, {}, {}
         if len(parts) == 6 and parts[2] == "users" and parts[4] == "roles":
             grant = (parts[1], parts[3], parts[5])
             if method == "PUT":
@@ -73,6 +78,31 @@ class Keystone(unittest.TestCase):
                                        {"id": "p2", "name": "service", "domain_id": "d0"}]
         self.assertEqual(keystone.find("projects", "service", domain_id="d0")["id"], "p2")
         self.assertIsNone(keystone.find("projects", "admin", domain_id="d0"))
+
+    def roles_held(self, user):
+        names = {r["id"]: r["name"] for r in self.fake.items["roles"]}
+        uid = next(u["id"] for u in self.fake.items["users"] if u["name"] == user)
+        return sorted(names[r] for _, u, r in self.fake.grants if u == uid)
+
+    def test_register_roles(self):
+        # SVC_ROLES grants the roles named and revokes the other one of admin and service,
+        # so a chart that drops admin takes it away from an existing cloud's user.
+        base = {"SVC_USER": "glance", "SVC_PASSWORD": "pw", "SVC_NAME": "glance", "SVC_TYPE": "image",
+                "ENDPOINT_PUBLIC": "http://p", "ENDPOINT_INTERNAL": "http://i", "ENDPOINT_ADMIN": "http://a"}
+        saved = dict(os.environ)
+        try:
+            for roles, want in ((None, ["admin", "service"]), ("service", ["service"]), ("admin,service", ["admin", "service"])):
+                os.environ.update(base)
+                os.environ.pop("SVC_ROLES", None)
+                if roles is not None:
+                    os.environ["SVC_ROLES"] = roles
+                keystone.register()
+                self.assertEqual(self.roles_held("glance"), want, roles)
+            self.assertEqual(len(self.fake.items["users"]), 1)
+            self.assertEqual(len([e for e in self.fake.items.get("endpoints", [])]), 3)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
 
     def test_call_fails_loudly(self):
         with self.assertRaises(SystemExit) as e:
