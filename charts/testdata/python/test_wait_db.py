@@ -55,9 +55,9 @@ class NovaWaitDB(unittest.TestCase):
         self.assertEqual(nova_wait_db.behind(heads, {"api": "a1", "main": "m2"}), ["nova api database at a1, want a2"])
         self.assertEqual(len(nova_wait_db.behind(heads, {"api": "none (x)", "main": None})), 2)
 
-    def test_conductor_gives_up(self):
-        self.assertFalse(wait_conductor.give_up(1800))
-        self.assertTrue(wait_conductor.give_up(1800.5))
+    def test_conductor_imports_lazily(self):
+        # Importable without nova and oslo: they are imported by main() only.
+        self.assertTrue(callable(wait_conductor.main))
 
 
 class NeutronWaitDB(unittest.TestCase):
