@@ -119,95 +119,35 @@ names the node's address (lvm: the iSCSI target address).
 {{- end -}}
 
 {{/*
-A long-running Deployment: (dict "ctx" $ "component" "scheduler" "command" (list ...)
-"replicas" N "ports" (list ...) "probes" (dict ...) "root" bool "hostNetwork" bool
-"hostPaths" (list (dict "name" "path" "type")) "nodeSelector" (dict ...)).
+A long-running Deployment (osd-lib.workload): (dict "ctx" $ "component" "scheduler"
+"command" (list ...) "replicas" N "ports" (list ...) "probes" (dict ...) "root" bool
+"hostNetwork" bool "hostPaths" (list (dict "name" "path" "type")) "nodeSelector" (dict ...)).
+Without a nodeSelector on the control role's nodes (osd-lib.controlPlane); one replica is
+replaced by Recreate.
 */}}
 {{- define "cinder.deployment" -}}
 {{- $ctx := .ctx -}}
 {{- $args := merge (dict "ctx" $ctx) (include "cinder.args" (dict "ctx" $ctx "component" .component) | fromJson) -}}
-{{- $mounts := include "cinder.mounts" (dict "ctx" $ctx "component" .component) | fromJson -}}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: cinder-{{ .component }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 4 }}
-spec:
-  replicas: {{ .replicas | default 1 }}
-  {{- if ne (.replicas | default 1 | int) 1 }}
-  strategy:
-    type: RollingUpdate
-  {{- else }}
-  strategy:
-    type: Recreate
-  {{- end }}
-  selector:
-    matchLabels:
-      {{- include "osd-lib.selectorLabels" (dict "ctx" $ctx "component" .component) | nindent 6 }}
-  template:
-    metadata:
-      labels:
-        {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 8 }}
-      annotations:
-        checksum/config: {{ include "cinder.checksum" $ctx }}
-    spec:
-      enableServiceLinks: false
-      {{- if .hostNetwork }}
-      hostNetwork: true
-      dnsPolicy: ClusterFirstWithHostNet
-      {{- end }}
-      {{- /* The control role's nodes (osd-lib.controlPlane), or the node given (LVM's volume service). */}}
-      nodeSelector:
-        {{- toYaml (.nodeSelector | default (dict "node-restriction.kubernetes.io/openstack-control-plane" "enabled")) | nindent 8 }}
-      {{- if .root }}
-      securityContext:
-        runAsUser: 0
-        runAsGroup: 0
-        runAsNonRoot: false
-      {{- else }}
-      {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
-      {{- end }}
-      initContainers:
-        {{- include "cinder.configRender" (merge (dict "myIP" (eq (include "cinder.backend" $ctx) "lvm")) $args) | nindent 8 }}
-        {{- include "cinder.waitDBStep" $args | nindent 8 }}
-      containers:
-        - name: cinder-{{ .component }}
-          image: {{ include "osd-lib.image" $args }}
-          imagePullPolicy: Never
-          command:
-            {{- toYaml .command | nindent 12 }}
-          {{- if .root }}
-          securityContext:
-            privileged: true
-          {{- end }}
-          {{- with .ports }}
-          ports:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          {{- with .probes }}
-          {{- include "osd-lib.probes" . | nindent 10 }}
-          {{- end }}
-          {{- include "osd-lib.resources" (dict "ctx" $ctx "component" .component) | nindent 10 }}
-          volumeMounts:
-            {{- include "osd-lib.configMounts" (dict "files" $mounts) | nindent 12 }}
-            - name: state
-              mountPath: /var/lib/cinder
-            {{- range .hostPaths }}
-            - name: {{ .name }}
-              mountPath: {{ .path }}
-              {{- if .readOnly }}
-              readOnly: true
-              {{- end }}
-            {{- end }}
-      volumes:
-        {{- include "osd-lib.configVolumes" $args | nindent 8 }}
-        - name: state
-          emptyDir: {}
-        {{- range .hostPaths }}
-        - name: {{ .name }}
-          hostPath:
-            path: {{ .path }}
-            type: {{ .type }}
-        {{- end }}
+{{- $mounts := list (dict "name" "state" "mountPath" "/var/lib/cinder") -}}
+{{- $volumes := append (include "osd-lib.configVolumes" $args | fromYamlArray) (dict "name" "state" "emptyDir" dict) -}}
+{{- range .hostPaths -}}
+{{- $m := dict "name" .name "mountPath" .path -}}
+{{- if .readOnly -}}
+{{- $_ := set $m "readOnly" true -}}
+{{- end -}}
+{{- $mounts = append $mounts $m -}}
+{{- $volumes = append $volumes (dict "name" .name "hostPath" (dict "path" .path "type" .type)) -}}
+{{- end -}}
+{{- $main := dict "name" (printf "cinder-%s" .component) "command" .command "ports" .ports "probes" .probes
+      "resources" .component "files" (include "cinder.mounts" (dict "ctx" $ctx "component" .component) | fromJson) "mounts" $mounts -}}
+{{- $w := dict "ctx" $ctx "name" (printf "cinder-%s" .component) "component" .component "replicas" (.replicas | default 1)
+      "strategy" (dict "type" (ternary "RollingUpdate" "Recreate" (ne (.replicas | default 1 | int) 1)))
+      "checksum" (include "cinder.checksum" $ctx) "hostNetwork" .hostNetwork "nodeSelector" .nodeSelector "uid" $ctx.Values.uid -}}
+{{- if .root -}}
+{{- $_ := set $main "securityContext" (dict "privileged" true) -}}
+{{- $_ := set $w "securityContext" (dict "runAsUser" 0 "runAsGroup" 0 "runAsNonRoot" false) -}}
+{{- end -}}
+{{- $init := include "cinder.configRender" (merge (dict "myIP" (eq (include "cinder.backend" $ctx) "lvm")) $args) | fromYamlArray -}}
+{{- $init = concat $init (include "cinder.waitDBStep" $args | fromYamlArray) -}}
+{{- include "osd-lib.workload" (merge (dict "initContainers" $init "containers" (include "osd-lib.container" (merge $main $args) | fromYamlArray) "volumes" $volumes) $w) -}}
 {{- end -}}

@@ -56,107 +56,43 @@ the stack owner and stack user roles, and the owner role for admin on project ad
 {{- end -}}
 
 {{/*
-One heat Deployment running a heat program with the rendered heat.conf:
+One heat Deployment (osd-lib.workload) running a heat program with the rendered heat.conf:
 (dict "ctx" $ "name" "heat-api" "component" "api" "command" (list ...) "port" 8004), plus
 "cfnPort" 8000 for heat-server, which serves both APIs, and "check" (a command) for an
 init container heat-check that runs before the service.
 A port gives HTTP probes on GET / (the version document, no token); without one the
-probes check that the process holds a connection to RabbitMQ's port 5672 (heat-engine).
+probes check that the process holds a connection to RabbitMQ's port 5672 (heat-engine):
+port 5672 = 0x1628, state 01 = ESTABLISHED in /proc/net/tcp of the pod's network
+namespace. No liveness probe then: a restart does not bring RabbitMQ back.
 */}}
 {{- define "heat.deployment" -}}
 {{- $ctx := .ctx -}}
 {{- $args := merge (dict "ctx" $ctx) (include "heat.stepArgs" $ctx | fromJson) -}}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .name }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 4 }}
-spec:
-  replicas: {{ $ctx.Values.replicas }}
-  selector:
-    matchLabels:
-      {{- include "osd-lib.selectorLabels" (dict "ctx" $ctx "component" .component) | nindent 6 }}
-  template:
-    metadata:
-      labels:
-        {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 8 }}
-      annotations:
-        checksum/config: {{ include "heat.checksum" $ctx }}
-    spec:
-      enableServiceLinks: false
-      {{- include "osd-lib.controlPlane" (dict "ctx" $ctx) | nindent 6 }}
-      {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
-      initContainers:
-        {{- include "osd-lib.configRender" $args | nindent 8 }}
-        {{- /* Not before the heat-init Job's db sync: on missing tables heat's engine exits. */}}
-        {{- include "osd-lib.waitDBStep" (merge (dict "file" "heat.conf" "conf" "/etc/heat/heat.conf" "section" "database" "schema" "migrate:heat/db/sqlalchemy/migrate_repo" "job" "heat-init") $args) | nindent 8 }}
-        {{- with .check }}
-        {{- /* Heat started on demand: its configuration and API applications are loaded
-        once here, so that what Heat cannot load fails the pod now, not a user's first
-        request. */}}
-        - name: heat-check
-          image: {{ include "osd-lib.image" $args }}
-          imagePullPolicy: Never
-          command:
-            {{- toYaml . | nindent 12 }}
-          volumeMounts:
-            {{- include "osd-lib.configMounts" (dict "files" (dict "heat.conf" "/etc/heat/heat.conf")) | nindent 12 }}
-        {{- end }}
-      containers:
-        - name: {{ .name }}
-          image: {{ include "osd-lib.image" $args }}
-          imagePullPolicy: Never
-          command:
-            {{- toYaml .command | nindent 12 }}
-          {{- if .port }}
-          ports:
-            - {name: api, containerPort: {{ .port }}}
-            {{- with .cfnPort }}
-            - {name: api-cfn, containerPort: {{ . }}}
-            {{- end }}
-          {{- include "osd-lib.probes" (dict "http" (dict "path" "/" "port" .port)) | nindent 10 }}
-          {{- else }}
-          # Ready once an engine process holds a connection to RabbitMQ (port 5672 =
-          # 0x1628, state 01 = ESTABLISHED in /proc/net/tcp of the pod's network
-          # namespace). No liveness probe: a restart does not bring RabbitMQ back.
-          startupProbe:
-            exec:
-              command: [/bin/sh, -c, "grep -qE '^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ [0-9A-F]+:1628 01 ' /proc/net/tcp /proc/net/tcp6"]
-            periodSeconds: 2
-            failureThreshold: 150
-            timeoutSeconds: 5
-          readinessProbe:
-            exec:
-              command: [/bin/sh, -c, "grep -qE '^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ [0-9A-F]+:1628 01 ' /proc/net/tcp /proc/net/tcp6"]
-            periodSeconds: 10
-            failureThreshold: 3
-            timeoutSeconds: 5
-          {{- end }}
-          {{- include "osd-lib.resources" (dict "ctx" $ctx "component" .component) | nindent 10 }}
-          volumeMounts:
-            {{- include "osd-lib.configMounts" (dict "files" (dict "heat.conf" "/etc/heat/heat.conf")) | nindent 12 }}
-      volumes:
-        {{- include "osd-lib.configVolumes" $args | nindent 8 }}
+{{- $files := dict "heat.conf" "/etc/heat/heat.conf" -}}
+{{- $init := include "osd-lib.configRender" $args | fromYamlArray -}}
+{{- /* Not before the heat-init Job's db sync: on missing tables heat's engine exits. */ -}}
+{{- $init = concat $init (include "osd-lib.waitDBStep" (merge (dict "file" "heat.conf" "conf" "/etc/heat/heat.conf" "section" "database" "schema" "migrate:heat/db/sqlalchemy/migrate_repo" "job" "heat-init") $args) | fromYamlArray) -}}
+{{- with .check -}}
+{{- /* Heat started on demand: its configuration and API applications are loaded once
+here, so that what Heat cannot load fails the pod now, not a user's first request. */ -}}
+{{- $init = concat $init (include "osd-lib.container" (dict "ctx" $ctx "image" "openstack" "name" "heat-check" "command" . "files" $files) | fromYamlArray) -}}
 {{- end -}}
-
-{{/* A NodePort (or ClusterIP) Service: (dict "ctx" $ "name" "heat-api" "component" "api" "port" 8004 "nodePort" 30004). */}}
-{{- define "heat.service" -}}
-apiVersion: v1
-kind: Service
-metadata:
-  name: {{ .name }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
-spec:
-  type: {{ .ctx.Values.service.type }}
-  selector:
-    {{- include "osd-lib.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
-  ports:
-    - name: api
-      port: {{ .port }}
-      targetPort: {{ .port }}
-      {{- if eq .ctx.Values.service.type "NodePort" }}
-      nodePort: {{ .nodePort }}
-      {{- end }}
+{{- $main := dict "name" .name "command" .command "resources" .component "files" $files -}}
+{{- if .port -}}
+{{- $ports := list (dict "name" "api" "containerPort" .port) -}}
+{{- with .cfnPort -}}
+{{- $ports = append $ports (dict "name" "api-cfn" "containerPort" .) -}}
+{{- end -}}
+{{- $_ := set $main "ports" $ports -}}
+{{- $_ := set $main "probes" (dict "http" (dict "path" "/" "port" .port)) -}}
+{{- else -}}
+{{- $engine := dict "exec" (dict "command" (list "/bin/sh" "-c" "grep -qE '^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ [0-9A-F]+:1628 01 ' /proc/net/tcp /proc/net/tcp6")) -}}
+{{- $_ := set $main "probeSpec" (dict
+      "startupProbe" (merge (dict "periodSeconds" 2 "failureThreshold" 150 "timeoutSeconds" 5) $engine)
+      "readinessProbe" (merge (dict "periodSeconds" 10 "failureThreshold" 3 "timeoutSeconds" 5) $engine)) -}}
+{{- end -}}
+{{- include "osd-lib.workload" (dict "ctx" $ctx "name" .name "component" .component "uid" $ctx.Values.uid
+      "checksum" (include "heat.checksum" $ctx) "initContainers" $init
+      "containers" (include "osd-lib.container" (merge $main $args) | fromYamlArray)
+      "volumes" (include "osd-lib.configVolumes" $args | fromYamlArray)) -}}
 {{- end -}}

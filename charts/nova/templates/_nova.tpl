@@ -132,48 +132,10 @@ minutes) on missing tables. One Python process imports nova once and then reads 
 database's alembic_version every 2 s (a fresh connection each time) for up to 30 minutes:
 a new interpreter per check (nova's imports, about 3 s of CPU) in four pods and the cell
 setup's nova-manage calls kept most of this 2-core machine busy while the Job ran.
-_find_alembic_conf is nova 26's own helper (TestNovaInDebianImage runs this step).
+The program is files/wait_db.py (TestNovaInDebianImage runs this step).
 */}}
 {{- define "nova.waitDBStep" -}}
-{{- $check := `import sys, time
-import sqlalchemy
-from alembic import script
-from alembic.runtime.migration import MigrationContext
-import nova.conf
-from nova import config
-from nova.db import migration
-config.parse_args(["nova-wait-db", "--config-file", "/etc/nova/nova.conf"], configure_db=False, init_rpc=False)
-urls = {"api": nova.conf.CONF.api_database.connection, "main": nova.conf.CONF.database.connection}
-heads = {db: script.ScriptDirectory.from_config(migration._find_alembic_conf(db)).get_current_head() for db in urls}
-
-
-def current(db):
-    engine = None
-    try:
-        engine = sqlalchemy.create_engine(urls[db], poolclass=sqlalchemy.pool.NullPool)
-        with engine.connect() as conn:
-            return MigrationContext.configure(conn).get_current_revision()
-    except Exception as e:  # the database or MariaDB not there yet; never print the URL
-        return "none (%s)" % (getattr(e, "orig", None) or type(e).__name__)
-    finally:
-        if engine is not None:
-            engine.dispose()
-
-
-began, next_note = time.monotonic(), 0
-while True:
-    behind = ["nova %s database at %s, want %s" % (db, at, heads[db]) for db, at in ((db, current(db)) for db in ("api", "main")) if at != heads[db]]
-    if not behind:
-        break
-    waited = time.monotonic() - began
-    if waited > 1800:
-        sys.exit("%s after %d s: the nova-init Job did not migrate them" % ("; ".join(behind), waited))
-    if waited >= next_note:
-        print("%s: waiting for the nova-init Job" % "; ".join(behind), flush=True)
-        next_note = waited + 30
-    time.sleep(2)
-print("nova databases at %s and %s" % (heads["api"], heads["main"]))
-` -}}
+{{- $check := .ctx.Files.Get "files/wait_db.py" -}}
 {{- include "osd-lib.commandStep" (merge (dict "name" "wait-db" "files" (dict "nova.conf" "/etc/nova/nova.conf") "command" (list "python3" "-c" $check)) .) -}}
 {{- end -}}
 
@@ -185,98 +147,26 @@ waits rpc_response_timeout (60 s) per try, and a ping sent before the conductor'
 exists is lost: started with the release, long before the conductor (which waits for the
 Job's db syncs, about 110 s), it lost up to a minute after the conductor came up (the
 release's last stretch took 78 s, against 20 s when the conductor came within the ten tries).
+The program is files/wait_conductor.py.
 */}}
 {{- define "nova.waitConductorStep" -}}
-{{- $check := `import sys, time
-import oslo_messaging
-from nova import baserpc, config, context
-from nova.conductor import rpcapi
-config.parse_args(["nova-wait-conductor", "--config-file", "/etc/nova/nova.conf"], configure_db=False)
-conductor = baserpc.BaseAPI(topic=rpcapi.RPC_TOPIC)
-began = time.monotonic()
-while True:
-    try:
-        conductor.ping(context.get_admin_context(), "osd", timeout=5)
-        break
-    except oslo_messaging.MessagingTimeout:
-        waited = time.monotonic() - began
-        if waited > 1800:
-            sys.exit("nova-conductor has not answered on RabbitMQ for %d s: is the nova-conductor Deployment running?" % waited)
-        print("nova-conductor does not answer yet (%d s): waiting" % waited, flush=True)
-print("nova-conductor answered after %d s" % (time.monotonic() - began))
-` -}}
+{{- $check := .ctx.Files.Get "files/wait_conductor.py" -}}
 {{- include "osd-lib.commandStep" (merge (dict "name" "wait-conductor" "files" (dict "nova.conf" "/etc/nova/nova.conf") "command" (list "python3" "-c" $check)) .) -}}
 {{- end -}}
 
 {{/*
-A control-plane Deployment: (dict "ctx" $ "component" "conductor" "command" (list ...)
-"ports" (list ...) "probes" (dict for osd-lib.probes, optional)).
+A control-plane Deployment (osd-lib.workload): (dict "ctx" $ "component" "conductor"
+"command" (list ...) "ports" (list ...) "probes" (dict for osd-lib.probes, optional)).
 */}}
 {{- define "nova.deployment" -}}
 {{- $ctx := .ctx -}}
 {{- $args := merge (dict "ctx" $ctx) (include "nova.stepArgs" $ctx | fromJson) -}}
 {{- $files := include "nova.configFiles" $ctx | fromJson -}}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: nova-{{ .component }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 4 }}
-spec:
-  replicas: {{ $ctx.Values.replicas }}
-  selector:
-    matchLabels:
-      {{- include "osd-lib.selectorLabels" (dict "ctx" $ctx "component" .component) | nindent 6 }}
-  template:
-    metadata:
-      labels:
-        {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 8 }}
-      annotations:
-        checksum/config: {{ include "osd-lib.configChecksum" (dict "ctx" $ctx "files" $files) }}
-    spec:
-      enableServiceLinks: false
-      {{- include "osd-lib.controlPlane" (dict "ctx" $ctx) | nindent 6 }}
-      {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
-      initContainers:
-        {{- include "osd-lib.configRender" $args | nindent 8 }}
-        {{- include "nova.waitDBStep" $args | nindent 8 }}
-      containers:
-        - name: nova-{{ .component }}
-          image: {{ include "osd-lib.image" $args }}
-          imagePullPolicy: Never
-          command:
-            {{- toYaml .command | nindent 12 }}
-          {{- with .ports }}
-          ports:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          {{- with .probes }}
-          {{- include "osd-lib.probes" . | nindent 10 }}
-          {{- end }}
-          {{- include "osd-lib.resources" (dict "ctx" $ctx "component" .component) | nindent 10 }}
-          volumeMounts:
-            {{- include "osd-lib.configMounts" (dict "files" (dict "nova.conf" "/etc/nova/nova.conf")) | nindent 12 }}
-      volumes:
-        {{- include "osd-lib.configVolumes" $args | nindent 8 }}
-{{- end -}}
-
-{{/* A Service: (dict "ctx" $ "name" "component" "portName" "port" "type" "nodePort"). */}}
-{{- define "nova.service" -}}
-apiVersion: v1
-kind: Service
-metadata:
-  name: {{ .name }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
-spec:
-  type: {{ .type }}
-  selector:
-    {{- include "osd-lib.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
-  ports:
-    - name: {{ .portName }}
-      port: {{ .port }}
-      targetPort: {{ .port }}
-      {{- if eq .type "NodePort" }}
-      nodePort: {{ .nodePort }}
-      {{- end }}
+{{- $init := concat (include "osd-lib.configRender" $args | fromYamlArray) (include "nova.waitDBStep" $args | fromYamlArray) -}}
+{{- $main := include "osd-lib.container" (merge (dict "name" (printf "nova-%s" .component) "command" .command
+      "ports" .ports "probes" .probes "resources" .component
+      "files" (dict "nova.conf" "/etc/nova/nova.conf")) $args) | fromYamlArray -}}
+{{- include "osd-lib.workload" (dict "ctx" $ctx "name" (printf "nova-%s" .component) "component" .component
+      "uid" $ctx.Values.uid "checksum" (include "osd-lib.configChecksum" (dict "ctx" $ctx "files" $files))
+      "initContainers" $init "containers" $main "volumes" (include "osd-lib.configVolumes" $args | fromYamlArray)) -}}
 {{- end -}}

@@ -28,3 +28,20 @@ _osd_malloc_trim({{ $n }})
 del _osd_malloc_trim  # end of osd-lib.mallocTrim
 {{ end -}}
 {{- end -}}
+
+{{/*
+A file of the osd-lib chart (its files/ directory: the Python programs the steps run):
+(dict "ctx" $ "path" "files/wait_db.py"). The calling chart's .Files holds its own files
+only; osd-lib's are reached through .Subcharts. Fails when the file is missing or empty.
+*/}}
+{{- define "osd-lib.file" -}}
+{{- $lib := index (.ctx.Subcharts | default dict) "osd-lib" -}}
+{{- $text := "" -}}
+{{- if $lib -}}
+{{- $text = $lib.Files.Get .path -}}
+{{- end -}}
+{{- if not $text -}}
+{{- fail (printf "osd-lib: no file %s in the osd-lib chart" .path) -}}
+{{- end -}}
+{{- $text -}}
+{{- end -}}
