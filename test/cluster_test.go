@@ -462,6 +462,8 @@ func TestTwoNodeCluster(t *testing.T) {
 		t.Logf("%s renewed its %s member certificate %d times in the %s after its join", n2.name, memberCertLifetime, len(seen)-1, time.Since(joinedAt).Round(time.Second))
 	})
 
+	t.Run("a third node joins through the firewalls", func(t *testing.T) { checkThirdNode(t, n1, n2) })
+
 	t.Run("remove", func(t *testing.T) {
 		if out, err := n1.osd(5*time.Minute, "cluster", "remove", n2.name); err != nil {
 			t.Fatalf("osd cluster remove %s: %v\n%s", n2.name, err, out)
@@ -731,3 +733,69 @@ func checkRemovedStaysOut(t *testing.T, n1, n2 *nsNode) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// checkThirdNode: a third node, on a link of its own to node 1 (routed through it), joins
+// with the compute role while node 2 is a member: node 1's firewall lets it join and
+// trusts it, node 2's learns it from the member list; once removed, node 1's forgets it.
+func checkThirdNode(t *testing.T, n1, n2 *nsNode) {
+	const n1IP, n3IP = "10.99.2.1", "10.99.2.3"
+	n3 := newNSNode(t, n1.bin, "osdt-n3", n3IP)
+	const v1, v3 = "osdt-c", "osdt-d"
+	t.Cleanup(func() { exec.Command("ip", "link", "del", v1).Run() })
+	for _, args := range [][]string{
+		{"link", "add", v1, "type", "veth", "peer", "name", v3},
+		{"link", "set", v1, "netns", strconv.Itoa(n1.holder.Process.Pid)},
+		{"link", "set", v3, "netns", strconv.Itoa(n3.holder.Process.Pid)},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v\n%s", args, err, out)
+		}
+	}
+	for _, x := range []struct {
+		n      *nsNode
+		script string
+	}{
+		{n1, fmt.Sprintf("set -e; ip addr add %s/24 dev %s; ip link set %s up", n1IP, v1, v1)},
+		{n3, fmt.Sprintf("set -e; ip addr add %s/24 dev %s; ip link set %s up; ip link set lo up; ip route add default via %s", n3IP, v3, v3, n1IP)},
+	} {
+		if out, err := x.n.nsenter("sh", "-c", x.script).CombinedOutput(); err != nil {
+			t.Fatalf("address %s: %v\n%s", x.n.name, err, out)
+		}
+	}
+	if out, err := n3.nsenter("ping", "-c", "1", "-W", "5", n1.ip).CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot reach %s through its link: %v\n%s", n3.name, n1.ip, err, out)
+	}
+	n3.start()
+	_, took := join(t, n1, n3, "compute")
+	if m := waitMember(t, n1, n3, time.Minute); m == nil || m.NodeState != api.NodeReady {
+		t.Fatalf("osd cluster list on %s: %s = %+v, want a Ready member", n1.name, n3.name, m)
+	}
+	t.Logf("the third node joined in %s", took.Round(100*time.Millisecond))
+	members4 := func(n *nsNode) string {
+		out, _ := n.nsenter("nft", "list", "set", "inet", "osd-filter", "members4").CombinedOutput()
+		return string(out)
+	}
+	if set := members4(n1); !strings.Contains(set, n3IP) {
+		t.Errorf("%s's firewall members after the join lack %s:\n%s", n1.name, n3IP, set)
+	}
+	// A member reads the member list every minute.
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(members4(n2), n3IP) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Second)
+	}
+	if set := members4(n2); !strings.Contains(set, n3IP) {
+		t.Errorf("%s's firewall members 3 minutes after the third node joined lack %s:\n%s", n2.name, n3IP, set)
+	}
+	if out, err := n1.osd(5*time.Minute, "cluster", "remove", n3.name); err != nil {
+		t.Fatalf("osd cluster remove %s: %v\n%s", n3.name, err, out)
+	}
+	if set := members4(n1); strings.Contains(set, n3IP) {
+		t.Errorf("%s's firewall members after the third node's removal still hold %s:\n%s", n1.name, n3IP, set)
+	}
+	select {
+	case <-n3.exited:
+	case <-time.After(3 * time.Minute):
+		t.Errorf("the third node's daemon still runs 3 minutes after its removal")
+	}
+	n3.daemon = nil
+}
