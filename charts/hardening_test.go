@@ -304,3 +304,14 @@ func TestServiceUserRoles(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceUserRolesInvalid: a role osd does not manage is refused at render, naming
+// the value and what to use.
+func TestServiceUserRolesInvalid(t *testing.T) {
+	spec := hardeningSpec(deploy.StorageCeph)
+	spec.Services["glance"] = deploy.ServiceSpec{Overrides: map[string]any{"ceph": map[string]any{"monHost": "10.0.0.5"}, "keystone": map[string]any{"roles": []any{"service", "reader"}}}}
+	err := renderError("glance", spec)
+	if err == nil || !strings.Contains(err.Error(), `keystone.roles: "reader" is not a role osd manages`) {
+		t.Errorf("render of glance with keystone.roles [service reader] = %v, want it refused naming reader", err)
+	}
+}

@@ -240,9 +240,10 @@ func (n *nsNode) cleanup() {
 }
 
 // connect joins the two nodes' network namespaces with a veth pair.
-func connect(t testing.TB, a, b *nsNode) {
+// vethPair links the network namespaces of a and b with a veth pair, end va in a's and vb
+// in b's (unaddressed, down).
+func vethPair(t testing.TB, a, b *nsNode, va, vb string) {
 	t.Helper()
-	const va, vb = "osdt-a", "osdt-b"
 	t.Cleanup(func() { exec.Command("ip", "link", "del", va).Run() }) // only if it never moved
 	for _, args := range [][]string{
 		{"link", "add", va, "type", "veth", "peer", "name", vb},
@@ -253,6 +254,12 @@ func connect(t testing.TB, a, b *nsNode) {
 			t.Fatalf("ip %v: %v\n%s", args, err, out)
 		}
 	}
+}
+
+func connect(t testing.TB, a, b *nsNode) {
+	t.Helper()
+	const va, vb = "osdt-a", "osdt-b"
+	vethPair(t, a, b, va, vb)
 	for _, x := range []struct {
 		n   *nsNode
 		dev string
@@ -741,16 +748,7 @@ func checkThirdNode(t *testing.T, n1, n2 *nsNode) {
 	const n1IP, n3IP = "10.99.2.1", "10.99.2.3"
 	n3 := newNSNode(t, n1.bin, "osdt-n3", n3IP)
 	const v1, v3 = "osdt-c", "osdt-d"
-	t.Cleanup(func() { exec.Command("ip", "link", "del", v1).Run() })
-	for _, args := range [][]string{
-		{"link", "add", v1, "type", "veth", "peer", "name", v3},
-		{"link", "set", v1, "netns", strconv.Itoa(n1.holder.Process.Pid)},
-		{"link", "set", v3, "netns", strconv.Itoa(n3.holder.Process.Pid)},
-	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v\n%s", args, err, out)
-		}
-	}
+	vethPair(t, n1, n3, v1, v3)
 	for _, x := range []struct {
 		n      *nsNode
 		script string

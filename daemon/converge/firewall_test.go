@@ -34,12 +34,8 @@ func TestHostAddresses(t *testing.T) {
 // firewall step ran nothing touches the kernel (this test's host keeps its ruleset).
 func TestUpdateFirewallPeers(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.OpenMemory(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st := &state.State{DB: db, Cfg: state.Config{NodeIP: "192.168.1.10"}}
+	st := memoryState(t)
+	db := st.DB
 	if err := db.AddMember(ctx, store.MemberRecord{Name: "node-b", Address: "192.168.1.11:8443", Fingerprint: "f", Roles: []string{"compute"}, JoinedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +63,7 @@ func TestUpdateFirewallPeers(t *testing.T) {
 // touches the kernel (this test's host keeps its ruleset).
 func TestUpdateFirewallControl(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.OpenMemory(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st := &state.State{DB: db, Cfg: state.Config{NodeIP: "192.168.1.10"}}
+	st := memoryState(t)
 	for i, s := range []struct{ sources, want []string }{
 		{nil, []string{"192.168.1.10"}},
 		{[]string{"10.42.0.0/24", "192.168.1.10", "10.42.0.9/24"}, []string{"10.42.0.0/24", "192.168.1.10"}},
@@ -96,4 +87,16 @@ func TestUpdateFirewallControl(t *testing.T) {
 			t.Errorf("step %d: FirewallRules = %v", i, err)
 		}
 	}
+}
+
+// memoryState is the state of a host at 192.168.1.10 over an in-memory store (closed at
+// cleanup).
+func memoryState(t *testing.T) *state.State {
+	t.Helper()
+	db, err := store.OpenMemory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &state.State{DB: db, Cfg: state.Config{NodeIP: "192.168.1.10"}}
 }

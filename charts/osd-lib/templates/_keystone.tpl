@@ -60,7 +60,9 @@ roles on project service (default admin and service; files/keystone.py's registe
 {{- if .user -}}
 {{- $env = append $env (dict "name" "SVC_USER" "value" .user) -}}
 {{- $env = append $env (dict "name" "SVC_PASSWORD" "valueFrom" (dict "secretKeyRef" (dict "name" .passwordSecret "key" "password"))) -}}
-{{- $env = append $env (dict "name" "SVC_ROLES" "value" (join "," (.roles | default (list "admin" "service")))) -}}
+{{- $roles := .roles | default (list "admin" "service") -}}
+{{- range $roles }}{{ if not (has . (list "admin" "service")) }}{{ fail (printf "keystone.roles: %q is not a role osd manages for a service user: use admin and/or service" .) }}{{ end }}{{ end -}}
+{{- $env = append $env (dict "name" "SVC_ROLES" "value" (join "," $roles)) -}}
 {{- end -}}
 {{- $env = append $env (dict "name" "SVC_NAME" "value" .service.name) -}}
 {{- $env = append $env (dict "name" "SVC_TYPE" "value" .service.type) -}}
