@@ -37,6 +37,21 @@ func cacheDir() string {
 	return "/var/cache/osd"
 }
 
+// testRelease is the OpenStack release whose Debian packages the tests that run them
+// use: OSD_TEST_RELEASE (zed, epoxy), else the default release.
+func testRelease(t *testing.T) images.Release {
+	t.Helper()
+	v := os.Getenv("OSD_TEST_RELEASE")
+	if v == "" {
+		return images.DefaultRelease()
+	}
+	rel, err := images.ReleaseNamed(v)
+	if err != nil {
+		t.Fatalf("OSD_TEST_RELEASE: %v", err)
+	}
+	return rel
+}
+
 // builtOnce records which images this test process has built or checked.
 var builtOnce = struct {
 	sync.Mutex

@@ -55,7 +55,14 @@ func TestChartsInDebianRootfs(t *testing.T) {
 	}
 	rootfs := os.Getenv("OSD_CHARTS_ROOTFS")
 	if rootfs == "" {
-		img := builtImage(t, filepath.Join(cacheDir(), "charts-test"), chartsRootfsRecipe)
+		recipe, store := chartsRootfsRecipe, filepath.Join(cacheDir(), "charts-test")
+		if rel := testRelease(t); rel.Name != images.DefaultReleaseName {
+			// Another release's packages: their own image, in their own store.
+			recipe.Suite, recipe.Ref = rel.Suite, "localhost/osd/charts-test-rootfs:"+rel.Name
+			store += "-" + rel.Name
+			t.Logf("release %s", rel.Title())
+		}
+		img := builtImage(t, store, recipe)
 		rootfs = t.TempDir()
 		began := time.Now()
 		unpackImage(t, img, rootfs)

@@ -28,14 +28,14 @@ const (
 	UIDLibvirtDNS  = 923
 	UIDCoreDNS     = 65532
 	UIDCeph        = 64045 // Debian's reserved id for ceph
+	// DefaultSuite is the Debian suite of the default release's images.
 	DefaultSuite   = "bookworm"
 	defaultVariant = "minbase"
 	corednsVersion = "v1.12.3"
 	imageRefPrefix = "localhost/osd/"
-	// OpenStackRelease is the OpenStack release of the service images: Debian 12's
-	// (bookworm's) packages are Zed (keystone 22, nova 26, neutron 21, ...).
-	OpenStackRelease = "zed"
-	imageRefVersion  = ":" + OpenStackRelease + "-" + DefaultSuite
+	// OpenStackRelease is the default release's name (Release, DefaultReleaseName): Debian
+	// 12's (bookworm's) packages are Zed (keystone 22, nova 26, neutron 21, ...).
+	OpenStackRelease = DefaultReleaseName
 	// BaseImage and CommonImage are the shared lower layers (see Recipes).
 	BaseImage   = "base"
 	CommonImage = "openstack-common"
@@ -64,7 +64,13 @@ func svcUser(name string, id int, shell string) User {
 // one layer of its own, so a changed recipe rebuilds only its own layer (and those
 // of the images layered on it), and containerd stores and unpacks each shared layer
 // once.
-func Recipes() []Recipe {
+func Recipes() []Recipe { return RecipesFor(DefaultRelease()) }
+
+// RecipesFor returns the catalog of rel: every Debian image built from rel's suite and
+// tagged with rel's name and suite (the base image with the suite alone); the pause and
+// CoreDNS images are the same for every release.
+func RecipesFor(rel Release) []Recipe {
+	suite, imageRefVersion := rel.Suite, ":"+rel.Name+"-"+rel.Suite
 	return []Recipe{
 		{
 			Name: "pause", Ref: PauseRef, Kind: KindPause,
@@ -85,15 +91,15 @@ func Recipes() []Recipe {
 			},
 		},
 		{
-			Name: BaseImage, Ref: imageRefPrefix + BaseImage + ":" + DefaultSuite, Kind: KindDebian,
-			Suite: DefaultSuite, Variant: defaultVariant,
+			Name: BaseImage, Ref: imageRefPrefix + BaseImage + ":" + suite, Kind: KindDebian,
+			Suite: suite, Variant: defaultVariant,
 			Packages: []string{"ca-certificates", "iproute2", "procps", "python3"},
 			Cmd:      []string{"/bin/bash"},
 			Env:      []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
 		},
 		{
 			Name: CommonImage, Ref: imageRefPrefix + CommonImage + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Base: BaseImage,
+			Suite: suite, Base: BaseImage,
 			// python3-nova brings oslo, keystoneauth, os-brick, os-vif, ovsdbapp and the
 			// Ceph client libraries; the clients and drivers every service's Jobs use.
 			Packages: []string{"nova-common", "python3-nova", "python3-openstackclient", "python3-keystoneclient",
@@ -110,7 +116,7 @@ func Recipes() []Recipe {
 		},
 		{
 			Name: "openstack", Ref: imageRefPrefix + "openstack" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Base: CommonImage,
+			Suite: suite, Base: CommonImage,
 			Packages: []string{
 				"keystone", "python3-keystoneclient",
 				"glance-api", "glance-common",
@@ -151,7 +157,7 @@ func Recipes() []Recipe {
 		},
 		{
 			Name: "compute", Ref: imageRefPrefix + "compute" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Base: CommonImage,
+			Suite: suite, Base: CommonImage,
 			Packages: []string{
 				"nova-compute", "nova-compute-kvm", "libvirt-daemon-system", "libvirt-daemon-driver-qemu",
 				"qemu-system-x86", "qemu-utils", "python3-libvirt", "ovmf", "ca-certificates", "iproute2", "procps",
@@ -167,17 +173,17 @@ func Recipes() []Recipe {
 			Cmd:     []string{"/bin/bash"},
 			Env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
 		},
-		cephRecipe(),
+		cephRecipe(suite, imageRefVersion),
 		{
 			Name: "ovn", Ref: imageRefPrefix + "ovn" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Base: BaseImage,
+			Suite: suite, Base: BaseImage,
 			Packages: []string{"ovn-central", "ovn-host", "openvswitch-switch", "iproute2", "procps"},
 			Cmd:      []string{"/bin/bash"},
 			Env:      []string{"PATH=/usr/share/openvswitch/scripts:/usr/share/ovn/scripts:/usr/sbin:/usr/bin:/sbin:/bin"},
 		},
 		{
 			Name: "mariadb", Ref: imageRefPrefix + "mariadb" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Base: BaseImage,
+			Suite: suite, Base: BaseImage,
 			Packages: []string{"mariadb-server", "mariadb-client"},
 			// The package initializes a datadir at install; the chart does it
 			// on the volume at deploy time.
@@ -189,7 +195,7 @@ func Recipes() []Recipe {
 		},
 		{
 			Name: "rabbitmq", Ref: imageRefPrefix + "rabbitmq" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Base: BaseImage,
+			Suite: suite, Base: BaseImage,
 			Packages: []string{"rabbitmq-server"},
 			// The Erlang cookie is a cluster secret the postinst generates:
 			// each deployment makes its own.
@@ -201,7 +207,7 @@ func Recipes() []Recipe {
 		},
 		{
 			Name: "memcached", Ref: imageRefPrefix + "memcached" + imageRefVersion, Kind: KindDebian,
-			Suite: DefaultSuite, Base: BaseImage,
+			Suite: suite, Base: BaseImage,
 			Packages:   []string{"memcached"},
 			Users:      []User{{Name: "memcache", UID: UIDMemcache, GID: UIDMemcache, Home: "/nonexistent", Shell: "/bin/false"}},
 			Entrypoint: []string{"/usr/bin/memcached"},

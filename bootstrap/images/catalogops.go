@@ -23,13 +23,16 @@ type Status struct {
 }
 
 // Select returns the catalog recipes called names (all when empty).
-func Select(names ...string) ([]Recipe, error) {
+func Select(names ...string) ([]Recipe, error) { return SelectIn(Recipes(), names...) }
+
+// SelectIn returns the recipes of catalog called names (all when empty).
+func SelectIn(catalog []Recipe, names ...string) ([]Recipe, error) {
 	if len(names) == 0 {
-		return Recipes(), nil
+		return catalog, nil
 	}
 	var out []Recipe
 	for _, n := range names {
-		r, ok := RecipeByName(n)
+		r, ok := RecipeByNameIn(catalog, n)
 		if !ok {
 			return nil, fmt.Errorf("unknown image %q", n)
 		}

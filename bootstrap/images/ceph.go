@@ -4,10 +4,10 @@ package images
 // manager and OSD daemons and the ceph/rbd command-line tools, from Debian's packages
 // (16.2, Pacific). The manager's Python modules stay in the image; the chart keeps the
 // unneeded ones from loading (mgr_disabled_modules), which is where its memory goes.
-func cephRecipe() Recipe {
+func cephRecipe(suite, imageRefVersion string) Recipe {
 	return Recipe{
 		Name: "ceph", Ref: imageRefPrefix + "ceph" + imageRefVersion, Kind: KindDebian,
-		Suite: DefaultSuite, Base: BaseImage,
+		Suite: suite, Base: BaseImage,
 		Packages: []string{"ceph-mon", "ceph-mgr", "ceph-osd", "ceph-common", "procps"},
 		Users:    []User{{Name: "ceph", UID: UIDCeph, GID: UIDCeph, Home: "/var/lib/ceph", Shell: "/usr/sbin/nologin"}},
 		// Daemons' data (monitor store, OSD directory) is made per deployment on the

@@ -40,11 +40,22 @@ func TestBuildCatalogImages(t *testing.T) {
 	if v := os.Getenv("OSD_TEST_IMAGES"); v != "" {
 		names = strings.Split(v, ",")
 	}
-	recipes, err := Select(names...)
+	// OSD_TEST_RELEASE=epoxy builds another release's catalog (give it its own
+	// OSD_CACHE_DIR: the store holds one image per name).
+	rel := DefaultRelease()
+	if v := os.Getenv("OSD_TEST_RELEASE"); v != "" {
+		var err error
+		if rel, err = ReleaseNamed(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	catalog := RecipesFor(rel)
+	recipes, err := SelectIn(catalog, names...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Builder{StateDir: state, Progress: func(e Event) {
+	t.Logf("release %s", rel.Title())
+	b := &Builder{StateDir: state, Catalog: catalog, Progress: func(e Event) {
 		if e.Step != "mmdebstrap" || strings.HasPrefix(e.Message, "I:") || e.Packages%50 == 0 {
 			t.Logf("%s %s %d/%d %.0fMB %s", e.Image, e.Step, e.Packages, e.Total, e.MB, e.Message)
 		}

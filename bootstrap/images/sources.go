@@ -159,7 +159,41 @@ func HostSources(suite string) ([]AptSource, error) {
 	}
 	sel := SelectSources(all, suite)
 	if len(sel) == 0 || sel[0].Suite != suite {
-		return nil, fmt.Errorf("no apt source for suite %s in /etc/apt/sources.list(.d)", suite)
+		// Another Debian release than the host's: the same mirror serves it.
+		sel = SelectSources(DeriveSources(all, suite), suite)
+	}
+	if len(sel) == 0 || sel[0].Suite != suite {
+		return nil, fmt.Errorf("no apt source for suite %s in /etc/apt/sources.list(.d), and no Debian mirror there to take it from: add one (deb http://deb.debian.org/debian %s main)", suite, suite)
 	}
 	return sel, nil
+}
+
+// debianCodenames are the Debian releases whose mirror entries DeriveSources reuses.
+var debianCodenames = []string{"buster", "bullseye", "bookworm", "trixie", "forky", "duke", "sid"}
+
+// DeriveSources makes entries for the Debian release suite from the host's entries for
+// another Debian release (pure): a Debian mirror serves every release, so each entry whose
+// suite is a Debian codename C, C-updates or C-security is repeated with suite in C's
+// place (the same URI, components and keyring: Debian's archive keyring holds the keys
+// of the releases around the host's). Entries of other vendors are left out.
+func DeriveSources(all []AptSource, suite string) []AptSource {
+	var out []AptSource
+	seen := map[string]bool{}
+	for _, s := range all {
+		for _, c := range debianCodenames {
+			pocket, ok := strings.CutPrefix(s.Suite, c)
+			if !ok || (pocket != "" && pocket != "-updates" && pocket != "-security") {
+				continue
+			}
+			d := s
+			d.Suite = suite + pocket
+			d.Components = append([]string(nil), s.Components...)
+			if key := d.URI + " " + d.Suite; !seen[key] {
+				seen[key] = true
+				out = append(out, d)
+			}
+			break
+		}
+	}
+	return out
 }

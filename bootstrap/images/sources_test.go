@@ -2,6 +2,7 @@ package images
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,38 @@ Enabled: yes
 	}
 	if l := want[0].Line(); l != "deb [signed-by="+key+"] http://deb.debian.org/debian bookworm main" {
 		t.Errorf("Line() = %q", l)
+	}
+}
+
+func TestDeriveSources(t *testing.T) {
+	host := []AptSource{
+		{URI: "http://deb.debian.org/debian", Suite: "bookworm", Components: []string{"main"}, SignedBy: "/usr/share/keyrings/debian-archive-keyring.gpg"},
+		{URI: "http://deb.debian.org/debian", Suite: "bookworm-updates", Components: []string{"main"}},
+		{URI: "http://deb.debian.org/debian-security", Suite: "bookworm-security", Components: []string{"main"}},
+		{URI: "http://deb.debian.org/debian", Suite: "bookworm-backports", Components: []string{"main"}},
+		{URI: "https://packages.cloud.google.com/apt", Suite: "cloud-sdk-bookworm", Components: []string{"main"}},
+		{URI: "https://deb.nodesource.com/node_20.x", Suite: "nodistro", Components: []string{"main"}},
+		{URI: "http://mirror.example/debian", Suite: "bookworm", Components: []string{"main", "contrib"}},
+	}
+	got := SelectSources(DeriveSources(host, "trixie"), "trixie")
+	var lines []string
+	for _, s := range got {
+		lines = append(lines, s.Line())
+	}
+	want := []string{
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main",
+		"deb http://mirror.example/debian trixie main contrib",
+		"deb http://deb.debian.org/debian trixie-updates main",
+		"deb http://deb.debian.org/debian-security trixie-security main",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("SelectSources(DeriveSources(host, trixie)) =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if got := DeriveSources(host[4:6], "trixie"); len(got) != 0 {
+		t.Errorf("DeriveSources(other vendors only) = %v, want none", got)
+	}
+	// The input is not changed.
+	if host[0].Suite != "bookworm" || host[6].Components[1] != "contrib" {
+		t.Errorf("DeriveSources changed its input: %v", host)
 	}
 }
