@@ -248,14 +248,15 @@ func (d *Daemon) info() api.ServerInfo {
 	k := d.st.Node.State()
 	host, _ := os.Hostname()
 	return api.ServerInfo{
-		Version:   api.Version,
-		State:     d.status.Load().(string),
-		StateDir:  d.cfg.StateDir,
-		Hostname:  host,
-		PID:       os.Getpid(),
-		StartedAt: d.started,
-		Uptime:    time.Since(d.started).Round(time.Second).String(),
-		OpenStack: bimages.OpenStackRelease,
+		Version:        api.Version,
+		State:          d.status.Load().(string),
+		StateDir:       d.cfg.StateDir,
+		Hostname:       host,
+		PID:            os.Getpid(),
+		StartedAt:      d.started,
+		Uptime:         time.Since(d.started).Round(time.Second).String(),
+		OpenStack:      bimages.DefaultRelease().Name,
+		OpenStackTitle: bimages.DefaultRelease().Title(),
 		Kubernetes: api.KubernetesStatus{
 			APIReady:  k.APIReady,
 			NodeName:  d.cfg.NodeName,

@@ -47,7 +47,9 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 		info := st.ServerInfo
 		fmt.Fprintf(tw, "daemon\t%s (version %s, up %s)\n", info.State, info.Version, info.Uptime)
 		fmt.Fprintf(tw, "state dir\t%s\n", info.StateDir)
-		if info.OpenStack != "" {
+		if info.OpenStackTitle != "" {
+			fmt.Fprintf(tw, "openstack\t%s\n", info.OpenStackTitle)
+		} else if info.OpenStack != "" { // a daemon of an older osd: its one release was Zed from Debian 12
 			fmt.Fprintf(tw, "openstack\t%s (Debian 12's packages)\n", releaseName(info.OpenStack))
 		}
 		k := info.Kubernetes

@@ -18,9 +18,11 @@ type ServerInfo struct {
 	PID       int       `json:"pid,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	Uptime    string    `json:"uptime"`
-	// OpenStack is the OpenStack release the service images hold ("zed": Debian 12's).
-	OpenStack  string           `json:"openstack,omitempty"`
-	Kubernetes KubernetesStatus `json:"kubernetes"`
+	// OpenStack is the OpenStack release the service images hold ("zed", "epoxy"), and
+	// OpenStackTitle how status names it ("2025.1 Epoxy (Debian 13's packages)").
+	OpenStack      string           `json:"openstack,omitempty"`
+	OpenStackTitle string           `json:"openstack_title,omitempty"`
+	Kubernetes     KubernetesStatus `json:"kubernetes"`
 }
 
 // KubernetesStatus is the state of the embedded Kubernetes as the daemon sees it.
