@@ -207,8 +207,8 @@ func TestRabbitMQUserPerService(t *testing.T) {
 		}
 		for _, want := range []string{
 			"rabbitmqctl -q add_vhost " + u + "\n",
-			`printf '%s\n' "$` + name + `" | rabbitmqctl -q add_user ` + u + " >/dev/null\n",
-			`printf '%s\n' "$` + name + `" | rabbitmqctl -q change_password ` + u + "\n",
+			`printf '%s\n' "$` + name + `" | rabbitmqctl add_user ` + u + " >/dev/null\n",
+			`printf '%s\n' "$` + name + `" | rabbitmqctl change_password ` + u + " >/dev/null\n",
 			"rabbitmqctl -q set_permissions -p " + u + " " + u + ` ".*" ".*" ".*"` + "\n",
 		} {
 			if !strings.Contains(script, want) {
