@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap/cloud"
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // probeTimeout bounds one public endpoint probe; probeCache how long its answer is reused.

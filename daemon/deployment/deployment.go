@@ -18,10 +18,10 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap"
 	"github.com/osdcloud/osd/bootstrap/cloud"
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/charts"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/state"
 )

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/osdcloud/osd/bootstrap/cloud"
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/rest"

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
 	"github.com/osdcloud/osd/charts"
+	"github.com/osdcloud/osd/daemon/deploy/helmclient"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"

@@ -10,7 +10,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"github.com/osdcloud/osd/daemon/deploy/helmclient"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"github.com/osdcloud/osd/daemon/deploy/helmclient"
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
