@@ -39,7 +39,7 @@ var importRules = []func(file string, test bool, imp string) string{
 		return ""
 	},
 	// bootstrap is below the daemon: it imports no daemon package but daemon/api (the wire
-	// types that bootstrap/preflight, bootstrap/cloud and bootstrap.go
+	// types that bootstrap/preflight and bootstrap.go
 	// use today; another change of issue 37 moves them, and then this exception goes). Its
 	// tests may run the step executor over the real store.
 	func(file string, test bool, imp string) string {
