@@ -15,6 +15,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/asm"
 )
 
 // packerVersion changes whenever the way images are packed changes, so that
@@ -235,7 +237,7 @@ func (b *Builder) chainKey(ctx context.Context, ch []Recipe, sess *session) (str
 		}
 		fmt.Fprintf(h, "packages\n%s\n", versionLines(vers))
 	case KindPause:
-		sum := sha256.Sum256(PauseBinary())
+		sum := sha256.Sum256(asm.PauseBinary())
 		fmt.Fprintf(h, "pause %x\n", sum)
 	case KindGo:
 		v, err := goVersion(ctx)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/asm"
 )
 
 // smallStore returns a store holding pause and two small file images.
@@ -103,8 +105,8 @@ func TestBundleRoundTrip(t *testing.T) {
 	}
 	layers, _ := img.Layers()
 	entries, _ := readLayerAll(t, layers[0])
-	if e := entries["pause"]; e.Size != int64(len(PauseBinary())) {
-		t.Errorf("imported pause /pause size = %d, want %d", e.Size, len(PauseBinary()))
+	if e := entries["pause"]; e.Size != int64(len(asm.PauseBinary())) {
+		t.Errorf("imported pause /pause size = %d, want %d", e.Size, len(asm.PauseBinary()))
 	}
 	// Export of a subset; unknown names are refused.
 	if sel, err := ExportBundleFile(filepath.Join(t.TempDir(), "one"), src, "pause"); err != nil || len(sel) != 1 {

@@ -7,7 +7,7 @@
 // bundle that moves images between hosts.
 //
 // It also generates the pause image k3s needs from a hand-assembled static
-// x86-64 executable (see PauseBinary), so no toolchain or registry is needed.
+// x86-64 executable (package asm), so no toolchain or registry is needed.
 //
 // Wiring, in short:
 //

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/osdcloud/osd/bootstrap/images/asm"
 )
 
 // tarEntry is what the tests compare of a tar header.
@@ -201,8 +203,8 @@ func TestPauseImage(t *testing.T) {
 	layers, _ := img.Layers()
 	got, _ := readLayer(t, layers[0])
 	p, ok := got["pause"]
-	if !ok || p.Type != tar.TypeReg || p.Mode != 0o755 || p.Size != int64(len(PauseBinary())) {
-		t.Errorf("PauseImage() /pause = %+v (present %v), want 0755 regular file of %d bytes", p, ok, len(PauseBinary()))
+	if !ok || p.Type != tar.TypeReg || p.Mode != 0o755 || p.Size != int64(len(asm.PauseBinary())) {
+		t.Errorf("PauseImage() /pause = %+v (present %v), want 0755 regular file of %d bytes", p, ok, len(asm.PauseBinary()))
 	}
 	cf, _ := img.ConfigFile()
 	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/pause" {

@@ -1,9 +1,8 @@
-package images
+package asm
 
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
 )
 
 // Linux x86-64 syscall numbers and constants used by the pause program.
@@ -147,7 +146,7 @@ func pauseCode(vaddr uint64) ([]byte, error) {
 // PauseBinary returns a complete static ELF64 x86-64 Linux executable (a few
 // hundred bytes) that sleeps in pause(2) until SIGTERM or SIGINT, then exits 0.
 // It is the process of the pod sandbox ("pause") container. The bytes are
-// machine code for x86-64 whatever GOARCH osd itself was built for; PauseImage
+// machine code for x86-64 whatever GOARCH osd itself was built for; images.PauseImage
 // refuses other architectures.
 func PauseBinary() []byte {
 	code, err := pauseCode(pauseBase + elfHdrSize + progHdrSize)
@@ -190,12 +189,4 @@ func staticELF(code []byte) []byte {
 	b = le.AppendUint64(b, size)      // p_memsz
 	b = le.AppendUint64(b, 0x1000)    // p_align
 	return append(b, code...)
-}
-
-// checkArch reports whether the images built here can run on this host.
-func checkArch() error {
-	if runtime.GOARCH != "amd64" {
-		return fmt.Errorf("images: unsupported architecture %s (only amd64 is supported)", runtime.GOARCH)
-	}
-	return nil
 }
