@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/osdcloud/osd/bootstrap/images/asm"
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // packerVersion changes whenever the way images are packed changes, so that
@@ -376,7 +377,7 @@ func (b *Builder) buildDebian(ctx context.Context, ch []Recipe, vers map[string]
 			return nil, err
 		}
 	}
-	img, err := ImageFromLayers(append(layers, layer), r.Config())
+	img, err := oci.ImageFromLayers(append(layers, layer), r.Config())
 	if err == nil && isBase(b.catalog(), r.Name) {
 		err = b.keepTree(r.Name, lb.tree(), layer, lb.started.Add(-time.Second))
 	}

@@ -14,6 +14,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
 )
 
 func requireBuildTools(t testing.TB) {
@@ -128,7 +130,7 @@ func TestBuildMinimalImage(t *testing.T) {
 	if mt, _ := layers[1].MediaType(); mt != types.DockerUncompressedLayer {
 		t.Errorf("layer media type %s, want %s (no compression on the local path)", mt, types.DockerUncompressedLayer)
 	}
-	top, _ := readLayerAll(t, layers[1])
+	top, _ := ocitest.ReadLayerAll(t, layers[1])
 	for name := range top {
 		if strings.HasPrefix(name, "usr/lib/x86_64-linux-gnu/libc.so") || name == "usr/bin/bash" {
 			t.Errorf("memcached's own layer holds %s, which base has", name)

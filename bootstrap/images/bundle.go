@@ -10,6 +10,8 @@ import (
 	"runtime"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // An airgap bundle is one tar file: bundle.json first (format version, the
@@ -51,7 +53,7 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 		want[n] = true
 	}
 	var sel []Stored
-	var imgs []archiveImage
+	var imgs []oci.ArchiveImage
 	for _, st := range all {
 		if len(names) > 0 && !want[st.Name] {
 			continue
@@ -61,17 +63,17 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 		if err != nil {
 			return nil, err
 		}
-		full, err := fullRef(st.Ref)
+		full, err := oci.FullRef(st.Ref)
 		if err != nil {
 			return nil, err
 		}
 		sel = append(sel, st)
-		imgs = append(imgs, archiveImage{img: img, annotations: map[string]string{
-			annotationContainerdName: full,
-			annotationRefName:        st.Ref,
-			annotationImage:          st.Name,
-			annotationRecipe:         st.RecipeHash,
-			annotationCacheKey:       st.CacheKey,
+		imgs = append(imgs, oci.ArchiveImage{Image: img, Annotations: map[string]string{
+			oci.AnnotationContainerdName: full,
+			annotationRefName:            st.Ref,
+			annotationImage:              st.Name,
+			annotationRecipe:             st.RecipeHash,
+			annotationCacheKey:           st.CacheKey,
 		}})
 	}
 	for n := range want {
@@ -80,16 +82,16 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 	if len(sel) == 0 {
 		return nil, fmt.Errorf("export bundle: no images")
 	}
-	err = writeOCIArchive(w, imgs, func(tw *tar.Writer, blobs []blobRef) error {
+	err = oci.WriteLayout(w, imgs, func(tw *tar.Writer, blobs []oci.Blob) error {
 		m := BundleManifest{Version: bundleVersion, Images: sel}
 		for _, b := range blobs {
-			m.Blobs = append(m.Blobs, BundleBlob{Digest: b.digest.String(), Size: b.size})
+			m.Blobs = append(m.Blobs, BundleBlob{Digest: b.Digest.String(), Size: b.Size})
 		}
 		data, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
 			return err
 		}
-		return writeTarBytes(tw, bundleManifestName, data)
+		return oci.WriteTarBytes(tw, bundleManifestName, data)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export bundle: %w", err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // What a bundle may hold. ExportBundle writes exactly these entries, all regular files:
@@ -173,7 +175,7 @@ func checkStoredEntry(st Stored) error {
 	if _, err := digestHex(st.Digest); err != nil {
 		return fmt.Errorf("image %s: %w", st.Name, err)
 	}
-	if _, err := fullRef(st.Ref); err != nil {
+	if _, err := oci.FullRef(st.Ref); err != nil {
 		return fmt.Errorf("image %s: %w", st.Name, err)
 	}
 	for _, a := range [][2]string{{"recipe hash", st.RecipeHash}, {"cache key", st.CacheKey}} {

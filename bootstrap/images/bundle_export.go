@@ -126,3 +126,11 @@ func writeFileAtomicMode(path string, replace bool, write func(io.Writer) error)
 	}
 	return nil
 }
+
+// writeFileAtomic writes path through write with fsutil.WriteAtomic (mode 0644).
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	if err := fsutil.WriteAtomic(path, 0o644, write); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // fuzzBundle is one valid bundle (pause and two small images), made once per process.
@@ -30,7 +32,7 @@ var fuzzBundle = sync.OnceValues(func() ([]byte, error) {
 	if _, err := s.Put(pause, Stored{Name: "pause", Ref: PauseRef}); err != nil {
 		return nil, err
 	}
-	img, err := ImageFromFiles([]File{{Path: "etc/a", Mode: 0o644, Data: []byte("a")}}, ImageConfig{})
+	img, err := oci.ImageFromFiles([]File{{Path: "etc/a", Mode: 0o644, Data: []byte("a")}}, ImageConfig{})
 	if err != nil {
 		return nil, err
 	}

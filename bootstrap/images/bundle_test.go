@@ -12,6 +12,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/osdcloud/osd/bootstrap/images/asm"
+	"github.com/osdcloud/osd/bootstrap/images/oci"
+	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
 )
 
 // smallStore returns a store holding pause and two small file images.
@@ -32,7 +34,7 @@ func smallStore(t *testing.T) *Store {
 	}
 	put("pause", PauseRef, pause)
 	for _, n := range []string{"a", "b"} {
-		img, err := ImageFromFiles([]File{{Path: "etc/" + n, Mode: 0o644, Data: []byte(strings.Repeat(n, 100000))}}, ImageConfig{})
+		img, err := oci.ImageFromFiles([]File{{Path: "etc/" + n, Mode: 0o644, Data: []byte(strings.Repeat(n, 100000))}}, ImageConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +46,7 @@ func smallStore(t *testing.T) *Store {
 func TestStorePutReplace(t *testing.T) {
 	s := smallStore(t)
 	before, _ := s.List()
-	img, err := ImageFromFiles([]File{{Path: "etc/a2", Mode: 0o644, Data: []byte("new")}}, ImageConfig{})
+	img, err := oci.ImageFromFiles([]File{{Path: "etc/a2", Mode: 0o644, Data: []byte("new")}}, ImageConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestBundleRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	layers, _ := img.Layers()
-	entries, _ := readLayerAll(t, layers[0])
+	entries, _ := ocitest.ReadLayerAll(t, layers[0])
 	if e := entries["pause"]; e.Size != int64(len(asm.PauseBinary())) {
 		t.Errorf("imported pause /pause size = %d, want %d", e.Size, len(asm.PauseBinary()))
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // Status is one catalog image as `osd images list` shows it.
@@ -101,7 +103,7 @@ func (b *Builder) WriteContainerdArchive(path string, names ...string) error {
 	if err != nil {
 		return err
 	}
-	return WriteOCIArchiveFile(path, refs)
+	return oci.WriteOCIArchiveFile(path, refs)
 }
 
 // Export writes the named stored images (all if empty) as a bundle to w.

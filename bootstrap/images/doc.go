@@ -1,10 +1,11 @@
 // Package images owns every container image osd runs: the image recipes
 // (Debian packages, fixed service users, debconf answers, files,
 // entrypoint), the mmdebstrap driver that builds a root filesystem from the
-// host's Debian mirror, the in-process OCI packing (go-containerregistry, no
-// Docker engine), the build cache keyed by recipe and resolved package
-// versions, the archives the embedded k3s imports at start, and the airgap
-// bundle that moves images between hosts.
+// host's Debian mirror, the build cache keyed by recipe and resolved package
+// versions (the image store, which members fetch from), the archives the
+// embedded k3s imports at start, and the airgap bundle that moves images
+// between hosts. The layers and archives themselves are packed in process by
+// package oci.
 //
 // It also generates the pause image k3s needs from a hand-assembled static
 // x86-64 executable (package asm), so no toolchain or registry is needed.
@@ -27,7 +28,7 @@
 // The pause image alone (needed before anything is built):
 //
 //	pause, _ := images.PauseImage()
-//	images.WriteArchiveFile(path, map[string]v1.Image{images.PauseRef: pause})
+//	oci.WriteArchiveFile(path, map[string]v1.Image{images.PauseRef: pause})
 //
 // Package ctrimport loads images into a running containerd instead.
 package images

@@ -14,11 +14,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // Index annotations of the image store.
 const (
-	annotationRefName  = "org.opencontainers.image.ref.name"
+	annotationRefName  = oci.AnnotationRefName
 	annotationImage    = LabelImage
 	annotationRecipe   = LabelRecipe
 	annotationCacheKey = "org.osdcloud.osd.cachekey"
@@ -314,14 +316,19 @@ func (s *Store) adoptLayerFiles(img v1.Image) error {
 		return err
 	}
 	for _, l := range layers {
-		bl, ok := l.(*blobLayer)
-		if !ok || bl.path == "" || bl.path == s.blobFile(bl.digest) {
+		bl, ok := l.(*oci.BlobLayer)
+		if !ok {
 			continue
 		}
-		if err := s.adoptBlob(bl.path, bl.digest, bl.size); err != nil {
+		d, _ := bl.Digest()
+		size, _ := bl.Size()
+		if bl.File() == "" || bl.File() == s.blobFile(d) {
+			continue
+		}
+		if err := s.adoptBlob(bl.File(), d, size); err != nil {
 			return fmt.Errorf("move layer into the store: %w", err)
 		}
-		bl.path = s.blobFile(bl.digest)
+		bl.MovedTo(s.blobFile(d))
 	}
 	return nil
 }

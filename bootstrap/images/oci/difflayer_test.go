@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
 )
 
 func TestDiffLayer(t *testing.T) {
@@ -50,7 +52,7 @@ func TestDiffLayer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DiffLayer() = %v", err)
 	}
-	got, order := readLayerAll(t, diff)
+	got, order := ocitest.ReadLayerAll(t, diff)
 	want := []string{"etc/.wh.gone", "var/.wh.old", "etc/content", "etc/link", "etc/mode", "etc/new"}
 	if len(order) != len(want) {
 		t.Errorf("DiffLayer() entries = %v, want %v", order, want)
@@ -70,13 +72,13 @@ func TestDiffLayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flat, _ := readTar(t, mutate.Extract(img))
+	flat, _ := ocitest.ReadTar(t, mutate.Extract(img))
 	full, err := LayerFromDir(upper, DirOptions{KeepMtimesBefore: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, _ := readLayerAll(t, full)
-	names := func(m map[string]tarEntry) []string {
+	direct, _ := ocitest.ReadLayerAll(t, full)
+	names := func(m map[string]ocitest.Entry) []string {
 		var out []string
 		for n := range m {
 			out = append(out, filepath.Clean(n))
@@ -104,7 +106,7 @@ func TestDiffLayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := readLayerAll(t, same); len(e) != 0 {
+	if e, _ := ocitest.ReadLayerAll(t, same); len(e) != 0 {
 		t.Errorf("DiffLayer(x, x) has %d entries, want 0", len(e))
 	}
 }

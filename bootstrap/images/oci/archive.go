@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"fmt"
@@ -10,27 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/osdcloud/osd/bootstrap/fsutil"
-	"github.com/osdcloud/osd/bootstrap/images/asm"
 )
-
-// PauseRef is the sandbox image reference the embedded k3s expects.
-const PauseRef = "docker.io/rancher/mirrored-pause:3.6"
-
-// PauseImage returns the pod sandbox image: /pause (asm.PauseBinary) as its
-// entrypoint, run as 65535:65535 like the upstream pause image.
-func PauseImage() (v1.Image, error) {
-	if err := checkArch(); err != nil {
-		return nil, err
-	}
-	return ImageFromFiles(
-		[]File{{Path: "pause", Mode: 0o755, Data: asm.PauseBinary()}},
-		ImageConfig{
-			Entrypoint: []string{"/pause"},
-			User:       "65535:65535",
-			Labels:     map[string]string{"org.osdcloud.osd.image": "pause"},
-		},
-	)
-}
 
 // WriteArchive writes refs (reference -> image) to w as a docker-save
 // tarball, the format containerd's importer (k3s agent/images, `ctr images
@@ -74,11 +54,11 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	return nil
 }
 
-// fullRef returns the fully qualified form containerd uses, following the
+// FullRef returns the fully qualified form containerd uses, following the
 // Docker rules: the first path component is a registry if it contains "."
 // or ":" or is "localhost"; otherwise the registry is docker.io (and a
 // single-component name gets library/); a missing tag is latest.
-func fullRef(r string) (string, error) {
+func FullRef(r string) (string, error) {
 	tag, err := name.NewTag(r) // syntax check
 	if err != nil {
 		return "", fmt.Errorf("reference %q: %w", r, err)

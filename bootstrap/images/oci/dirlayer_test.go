@@ -1,10 +1,8 @@
-package images
+package oci
 
 import (
 	"archive/tar"
 	"encoding/binary"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +12,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"golang.org/x/sys/unix"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
 )
 
 func requireRoot(t *testing.T) {
@@ -89,8 +89,8 @@ func TestLayerFromDir(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LayerFromDir() = %v", err)
 	}
-	got, order := readLayerAll(t, layer)
-	want := map[string]tarEntry{
+	got, order := ocitest.ReadLayerAll(t, layer)
+	want := map[string]ocitest.Entry{
 		"etc/":               {Type: tar.TypeDir, Mode: 0o755},
 		"etc/nova/":          {Type: tar.TypeDir, Mode: 0o755},
 		"etc/nova/nova.conf": {Type: tar.TypeReg, Mode: 0o640, GID: 64060, Size: 10, Data: "[DEFAULT]\n", Xattrs: map[string]string{"user.osd.test": "v1"}},
@@ -131,7 +131,7 @@ func TestLayerFromDir(t *testing.T) {
 			g.Size != w.Size || g.Data != w.Data || g.Dev != w.Dev || !sameMap(g.Xattrs, w.Xattrs) {
 			t.Errorf("LayerFromDir() entry %s = %+v, want %+v", name, g, w)
 		}
-		wantTime := timeEpoch
+		wantTime := Epoch
 		if name == "usr/lib/python3/m.py" {
 			wantTime = old
 		}
@@ -165,49 +165,6 @@ func TestLayerFromDir(t *testing.T) {
 	}
 }
 
-// readLayerAll is readLayer without the epoch check, returning mtimes.
-func readLayerAll(t *testing.T, l v1.Layer) (map[string]tarEntry, []string) {
-	t.Helper()
-	rc, err := l.Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	return readTar(t, rc)
-}
-
-func readTar(t *testing.T, r io.Reader) (map[string]tarEntry, []string) {
-	t.Helper()
-	tr := tar.NewReader(r)
-	got := map[string]tarEntry{}
-	var order []string
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return got, order
-		}
-		if err != nil {
-			t.Fatalf("read tar: %v", err)
-		}
-		data, _ := io.ReadAll(tr)
-		e := tarEntry{Type: h.Typeflag, Mode: h.Mode, UID: h.Uid, GID: h.Gid, Link: h.Linkname, Size: h.Size,
-			Dev: [2]int64{h.Devmajor, h.Devminor}, ModTime: h.ModTime}
-		if len(data) < 64 {
-			e.Data = string(data)
-		}
-		for k, v := range h.PAXRecords {
-			if len(k) > 13 && k[:13] == "SCHILY.xattr." {
-				if e.Xattrs == nil {
-					e.Xattrs = map[string]string{}
-				}
-				e.Xattrs[k[13:]] = v
-			}
-		}
-		got[h.Name] = e
-		order = append(order, h.Name)
-	}
-}
-
 func TestWhiteoutLayer(t *testing.T) {
 	base, err := ImageFromFiles([]File{
 		{Path: "etc/keep", Mode: 0o644, Data: []byte("keep")},
@@ -223,7 +180,7 @@ func TestWhiteoutLayer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WhiteoutLayer() = %v", err)
 	}
-	entries, _ := readLayerAll(t, wl)
+	entries, _ := ocitest.ReadLayerAll(t, wl)
 	for _, name := range []string{"etc/.wh.gone", "var/.wh.cache", "opt/data/.wh..wh..opq"} {
 		if e, ok := entries[name]; !ok || e.Type != tar.TypeReg {
 			t.Errorf("WhiteoutLayer() entry %s = %+v (present %v), want a regular file", name, e, ok)
@@ -241,7 +198,7 @@ func TestWhiteoutLayer(t *testing.T) {
 	}
 	// mutate.Extract flattens file and directory whiteouts (it does not
 	// implement opaque directories; containerd's applier does).
-	flat, _ := readTar(t, mutate.Extract(img))
+	flat, _ := ocitest.ReadTar(t, mutate.Extract(img))
 	for name, want := range map[string]bool{
 		"etc/keep": true, "etc/new": true, "etc/gone": false, "var/cache/a": false, "var/cache/b": false,
 		"etc/.wh.gone": false, "var/.wh.cache": false,

@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"bytes"
@@ -9,27 +9,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-// mkTree writes files (path -> content; "" content and a trailing / make a directory).
-func mkTree(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for p, data := range files {
-		full := filepath.Join(root, p)
-		if p[len(p)-1] == '/' {
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
+)
 
 // listTree returns every path under root (directories with a trailing /).
 func listTree(t *testing.T, root string) []string {
@@ -60,7 +42,7 @@ func listTree(t *testing.T, root string) []string {
 func TestOverlayLayerRoundTrip(t *testing.T) {
 	requireRoot(t)
 	upper := t.TempDir()
-	mkTree(t, upper, map[string]string{"etc/new.conf": "new", "opq/kept": "k", "keep/": ""})
+	ocitest.MkTree(t, upper, map[string]string{"etc/new.conf": "new", "opq/kept": "k", "keep/": ""})
 	if err := unix.Mknod(filepath.Join(upper, "etc/gone"), unix.S_IFCHR|0o600, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +53,7 @@ func TestOverlayLayerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LayerFromDir(overlay) = %v", err)
 	}
-	got, order := readLayerAll(t, layer)
+	got, order := ocitest.ReadLayerAll(t, layer)
 	for _, want := range []string{"etc/.wh.gone", "opq/.wh..wh..opq", "etc/new.conf", "opq/kept"} {
 		if _, ok := got[want]; !ok {
 			t.Errorf("layer lacks %s (has %v)", want, order)
@@ -108,14 +90,14 @@ func TestOverlayLayerRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if layerDigest(t, again) != layerDigest(t, layer) {
-			t.Errorf("repacked layer %s, want %s", layerDigest(t, again), layerDigest(t, layer))
+		if ocitest.Digest(t, again) != ocitest.Digest(t, layer) {
+			t.Errorf("repacked layer %s, want %s", ocitest.Digest(t, again), ocitest.Digest(t, layer))
 		}
 	})
 
 	t.Run("applied over a lower tree", func(t *testing.T) {
 		dir := t.TempDir()
-		mkTree(t, dir, map[string]string{"etc/gone": "old", "etc/stays": "s", "opq/old": "o", "opq/sub/x": "x"})
+		ocitest.MkTree(t, dir, map[string]string{"etc/gone": "old", "etc/stays": "s", "opq/old": "o", "opq/sub/x": "x"})
 		rc, _ := layer.Uncompressed()
 		defer rc.Close()
 		if err := ExtractLayer(rc, dir, ApplyWhiteouts); err != nil {
@@ -133,7 +115,7 @@ func TestOverlayLayerRoundTrip(t *testing.T) {
 func TestExtractLayerKeepsMetadata(t *testing.T) {
 	requireRoot(t)
 	src := t.TempDir()
-	mkTree(t, src, map[string]string{"usr/bin/tool": "ELF", "var/lib/svc/": ""})
+	ocitest.MkTree(t, src, map[string]string{"usr/bin/tool": "ELF", "var/lib/svc/": ""})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -161,8 +143,8 @@ func TestExtractLayerKeepsMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := readLayerAll(t, layer)
-	b, _ := readLayerAll(t, again)
+	a, _ := ocitest.ReadLayerAll(t, layer)
+	b, _ := ocitest.ReadLayerAll(t, again)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("extracted and packed again = %v, want %v", b, a)
 	}

@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"archive/tar"
@@ -14,7 +14,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
-var timeEpoch = time.Unix(0, 0).UTC()
+// Epoch is the time stamp of every entry, config and history of the images made here
+// (the Unix epoch), so that the same content always gives the same digest.
+var Epoch = time.Unix(0, 0).UTC()
 
 // File is one entry of an image built from files: a regular file (Data), a
 // directory (Mode has os.ModeDir) or a symbolic link (Link set).
@@ -43,7 +45,7 @@ type ImageConfig struct {
 // parent directories are added (root-owned, 0755). The result is
 // deterministic: entries sorted by path, every time stamp the Unix epoch.
 func ImageFromFiles(files []File, cfg ImageConfig) (v1.Image, error) {
-	entries, err := normalizeFiles(files)
+	entries, err := NormalizeFiles(files)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +63,9 @@ func ImageFromFiles(files []File, cfg ImageConfig) (v1.Image, error) {
 	return imageFromLayers([]v1.Layer{layer}, cfg, "osd images: files")
 }
 
-// normalizeFiles cleans paths, rejects duplicates and escapes, adds missing
+// NormalizeFiles cleans paths, rejects duplicates and escapes, adds missing
 // parent directories and sorts by path.
-func normalizeFiles(files []File) ([]File, error) {
+func NormalizeFiles(files []File) ([]File, error) {
 	byPath := map[string]File{}
 	for _, f := range files {
 		p := strings.TrimPrefix(path.Clean("/"+f.Path), "/")
@@ -105,7 +107,7 @@ func writeFileEntry(tw *tar.Writer, f File) error {
 		Mode:    tarMode(f.Mode),
 		Uid:     f.UID,
 		Gid:     f.GID,
-		ModTime: timeEpoch,
+		ModTime: Epoch,
 		Format:  tar.FormatPAX,
 	}
 	for k, v := range f.Xattrs {

@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"archive/tar"
@@ -39,7 +39,7 @@ func DiffLayer(lower, upper string, opts DirOptions) (v1.Layer, error) {
 		}
 		return p.pack(tw)
 	}
-	var l *blobLayer
+	var l *BlobLayer
 	if opts.LayerFile != "" {
 		l, err = fileLayer(opts.LayerFile, produce)
 	} else {

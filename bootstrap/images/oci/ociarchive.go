@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"archive/tar"
@@ -12,25 +12,29 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// annotationContainerdName is the index annotation containerd's importer
-// names an image by.
-const annotationContainerdName = "io.containerd.image.name"
+// Index annotations an archive's images carry: AnnotationContainerdName is the one
+// containerd's importer names an image by, AnnotationRefName the OCI image layout's
+// reference.
+const (
+	AnnotationContainerdName = "io.containerd.image.name"
+	AnnotationRefName        = "org.opencontainers.image.ref.name"
+)
 
-// blobRef is one blob to put in an archive.
-type blobRef struct {
-	digest v1.Hash
-	size   int64
+// Blob is one blob to put in an archive: its digest and size, and how to read it.
+type Blob struct {
+	Digest v1.Hash
+	Size   int64
 	open   func() (io.ReadCloser, error)
 }
 
-// archiveImage is one image of an OCI archive with its index annotations.
-type archiveImage struct {
-	img         v1.Image
-	annotations map[string]string
+// ArchiveImage is one image of an OCI archive with its index annotations.
+type ArchiveImage struct {
+	Image       v1.Image
+	Annotations map[string]string
 }
 
 // imageBlobs lists an image's manifest, config and layer blobs.
-func imageBlobs(img v1.Image) ([]blobRef, v1.Descriptor, error) {
+func imageBlobs(img v1.Image) ([]Blob, v1.Descriptor, error) {
 	raw, err := img.RawManifest()
 	if err != nil {
 		return nil, v1.Descriptor{}, err
@@ -51,9 +55,9 @@ func imageBlobs(img v1.Image) ([]blobRef, v1.Descriptor, error) {
 	if err != nil {
 		return nil, v1.Descriptor{}, err
 	}
-	blobs := []blobRef{
-		{digest: d, size: int64(len(raw)), open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }},
-		{digest: cfgName, size: int64(len(cfg)), open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(cfg)), nil }},
+	blobs := []Blob{
+		{Digest: d, Size: int64(len(raw)), open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }},
+		{Digest: cfgName, Size: int64(len(cfg)), open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(cfg)), nil }},
 	}
 	layers, err := img.Layers()
 	if err != nil {
@@ -68,44 +72,44 @@ func imageBlobs(img v1.Image) ([]blobRef, v1.Descriptor, error) {
 		if err != nil {
 			return nil, v1.Descriptor{}, err
 		}
-		blobs = append(blobs, blobRef{digest: ld, size: ls, open: l.Compressed})
+		blobs = append(blobs, Blob{Digest: ld, Size: ls, open: l.Compressed})
 	}
 	desc := v1.Descriptor{MediaType: mt, Digest: d, Size: int64(len(raw)),
 		Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}
 	return blobs, desc, nil
 }
 
-// writeOCIArchive writes images as a tar of an OCI image layout
+// WriteLayout writes images as a tar of an OCI image layout
 // (oci-layout, index.json, blobs/sha256/...), which containerd's importer
 // (k3s agent/images, `ctr images import`, client.Import) reads keeping the
 // manifests, so image digests stay the same. first, if set, writes entries
 // before everything else; blobs are deduplicated and sorted.
-func writeOCIArchive(w io.Writer, imgs []archiveImage, first func(*tar.Writer, []blobRef) error) error {
-	var all []blobRef
+func WriteLayout(w io.Writer, imgs []ArchiveImage, first func(*tar.Writer, []Blob) error) error {
+	var all []Blob
 	seen := map[v1.Hash]bool{}
 	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
 	for _, ai := range imgs {
-		blobs, desc, err := imageBlobs(ai.img)
+		blobs, desc, err := imageBlobs(ai.Image)
 		if err != nil {
 			return err
 		}
-		desc.Annotations = ai.annotations
+		desc.Annotations = ai.Annotations
 		index.Manifests = append(index.Manifests, desc)
 		for _, b := range blobs {
-			if !seen[b.digest] {
-				seen[b.digest] = true
+			if !seen[b.Digest] {
+				seen[b.Digest] = true
 				all = append(all, b)
 			}
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].digest.String() < all[j].digest.String() })
+	sort.Slice(all, func(i, j int) bool { return all[i].Digest.String() < all[j].Digest.String() })
 	tw := tar.NewWriter(w)
 	if first != nil {
 		if err := first(tw, all); err != nil {
 			return err
 		}
 	}
-	if err := writeTarBytes(tw, "oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+	if err := WriteTarBytes(tw, "oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
 		return err
 	}
 	for _, b := range all {
@@ -117,23 +121,24 @@ func writeOCIArchive(w io.Writer, imgs []archiveImage, first func(*tar.Writer, [
 	if err != nil {
 		return err
 	}
-	if err := writeTarBytes(tw, "index.json", idx); err != nil {
+	if err := WriteTarBytes(tw, "index.json", idx); err != nil {
 		return err
 	}
 	return tw.Close()
 }
 
-func writeTarBytes(tw *tar.Writer, name string, data []byte) error {
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: timeEpoch, Typeflag: tar.TypeReg}); err != nil {
+// WriteTarBytes writes data as the regular file name (mode 0644, at the epoch) to tw.
+func WriteTarBytes(tw *tar.Writer, name string, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: Epoch, Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
 	_, err := tw.Write(data)
 	return err
 }
 
-func writeTarBlob(tw *tar.Writer, b blobRef) error {
-	name := "blobs/" + b.digest.Algorithm + "/" + b.digest.Hex
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: b.size, ModTime: timeEpoch, Typeflag: tar.TypeReg}); err != nil {
+func writeTarBlob(tw *tar.Writer, b Blob) error {
+	name := "blobs/" + b.Digest.Algorithm + "/" + b.Digest.Hex
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: b.Size, ModTime: Epoch, Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
 	rc, err := b.open()
@@ -143,10 +148,10 @@ func writeTarBlob(tw *tar.Writer, b blobRef) error {
 	defer rc.Close()
 	n, err := io.Copy(tw, rc)
 	if err != nil {
-		return fmt.Errorf("write blob %s: %w", b.digest, err)
+		return fmt.Errorf("write blob %s: %w", b.Digest, err)
 	}
-	if n != b.size {
-		return fmt.Errorf("write blob %s: %d bytes, want %d", b.digest, n, b.size)
+	if n != b.Size {
+		return fmt.Errorf("write blob %s: %d bytes, want %d", b.Digest, n, b.Size)
 	}
 	return nil
 }
@@ -164,16 +169,16 @@ func WriteOCIArchive(w io.Writer, refs map[string]v1.Image) error {
 		names = append(names, r)
 	}
 	sort.Strings(names)
-	var imgs []archiveImage
+	var imgs []ArchiveImage
 	for _, r := range names {
-		full, err := fullRef(r)
+		full, err := FullRef(r)
 		if err != nil {
 			return fmt.Errorf("write image archive: %w", err)
 		}
-		imgs = append(imgs, archiveImage{img: refs[r], annotations: map[string]string{
-			annotationContainerdName: full, annotationRefName: full}})
+		imgs = append(imgs, ArchiveImage{Image: refs[r], Annotations: map[string]string{
+			AnnotationContainerdName: full, AnnotationRefName: full}})
 	}
-	if err := writeOCIArchive(w, imgs, nil); err != nil {
+	if err := WriteLayout(w, imgs, nil); err != nil {
 		return fmt.Errorf("write image archive: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"archive/tar"
@@ -15,39 +15,45 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// epoch is the fixed time stamped on every tar entry, config and history
-// entry, so that the same content always gives the same digest.
-var epoch = v1.Time{Time: timeEpoch}
+// epoch is Epoch as a config and history time.
+var epoch = v1.Time{Time: Epoch}
 
-// blobLayer is an uncompressed layer whose digest was computed in the single
+// BlobLayer is an uncompressed layer whose digest was computed in the single
 // pass that wrote it. Its bytes live in memory or in a file. Layers stay
 // uncompressed on the local path (store, containerd): compressing a gigabyte
 // of files costs more time than the bytes cost on the same disk; only an
-// airgap bundle is compressed (ExportBundleFile).
-type blobLayer struct {
+// airgap bundle is compressed (package bundle).
+type BlobLayer struct {
 	digest, diffID v1.Hash
 	size           int64
 	data           []byte // in-memory layers
 	path           string // file-backed layers
 }
 
-var _ v1.Layer = (*blobLayer)(nil)
+var _ v1.Layer = (*BlobLayer)(nil)
 
-func (l *blobLayer) Digest() (v1.Hash, error) { return l.digest, nil }
-func (l *blobLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
-func (l *blobLayer) Size() (int64, error)     { return l.size, nil }
-func (l *blobLayer) MediaType() (types.MediaType, error) {
+func (l *BlobLayer) Digest() (v1.Hash, error) { return l.digest, nil }
+func (l *BlobLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
+func (l *BlobLayer) Size() (int64, error)     { return l.size, nil }
+func (l *BlobLayer) MediaType() (types.MediaType, error) {
 	return types.DockerUncompressedLayer, nil
 }
 
-func (l *blobLayer) Compressed() (io.ReadCloser, error) {
+func (l *BlobLayer) Compressed() (io.ReadCloser, error) {
 	if l.path == "" {
 		return io.NopCloser(bytes.NewReader(l.data)), nil
 	}
 	return os.Open(l.path)
 }
 
-func (l *blobLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
+func (l *BlobLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
+
+// File is the file that holds a file-backed layer's bytes ("" for a layer in memory).
+func (l *BlobLayer) File() string { return l.path }
+
+// MovedTo records that the layer's file was renamed to path (the image store adopts
+// it as a blob instead of copying it).
+func (l *BlobLayer) MovedTo(path string) { l.path = path }
 
 // countingHash hashes and counts what is written through it.
 type countingHash struct {
@@ -84,17 +90,17 @@ func writeLayer(w io.Writer, produce func(*tar.Writer) error) (digest, diffID v1
 }
 
 // memLayer builds an in-memory layer (for small images).
-func memLayer(produce func(*tar.Writer) error) (*blobLayer, error) {
+func memLayer(produce func(*tar.Writer) error) (*BlobLayer, error) {
 	var buf bytes.Buffer
 	d, diff, n, err := writeLayer(&buf, produce)
 	if err != nil {
 		return nil, err
 	}
-	return &blobLayer{digest: d, diffID: diff, size: n, data: buf.Bytes()}, nil
+	return &BlobLayer{digest: d, diffID: diff, size: n, data: buf.Bytes()}, nil
 }
 
 // fileLayer builds a layer written to path (for root filesystems).
-func fileLayer(path string, produce func(*tar.Writer) error) (l *blobLayer, err error) {
+func fileLayer(path string, produce func(*tar.Writer) error) (l *BlobLayer, err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create layer file: %w", err)
@@ -111,5 +117,5 @@ func fileLayer(path string, produce func(*tar.Writer) error) (l *blobLayer, err 
 	if err != nil {
 		return nil, err
 	}
-	return &blobLayer{digest: d, diffID: diff, size: n, path: path}, nil
+	return &BlobLayer{digest: d, diffID: diff, size: n, path: path}, nil
 }

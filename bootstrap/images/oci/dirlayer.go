@@ -1,4 +1,4 @@
-package images
+package oci
 
 import (
 	"archive/tar"
@@ -67,7 +67,7 @@ func LayerFromDir(dir string, opts DirOptions) (v1.Layer, error) {
 	p := &dirPacker{root: dir, opts: opts, links: map[fileID]string{}}
 	produce := func(tw *tar.Writer) error { return p.pack(tw) }
 	var (
-		l   *blobLayer
+		l   *BlobLayer
 		err error
 	)
 	if opts.LayerFile != "" {
@@ -159,7 +159,7 @@ func (p *dirPacker) entry(tw *tar.Writer, full, rel string) error {
 		Mode:    int64(st.Mode & 0o7777),
 		Uid:     int(st.Uid),
 		Gid:     int(st.Gid),
-		ModTime: timeEpoch,
+		ModTime: Epoch,
 		Format:  tar.FormatPAX,
 	}
 	if mt := time.Unix(st.Mtim.Sec, st.Mtim.Nsec); mt.Before(p.opts.KeepMtimesBefore) {
@@ -303,7 +303,7 @@ func WhiteoutLayer(deleted, opaque []string) (v1.Layer, error) {
 		c := strings.TrimPrefix(path.Clean("/"+d), "/")
 		files = append(files, File{Path: path.Join(c, opaqueWhiteout), Mode: 0o644})
 	}
-	entries, err := normalizeFiles(files)
+	entries, err := NormalizeFiles(files)
 	if err != nil {
 		return nil, fmt.Errorf("whiteout layer: %w", err)
 	}
