@@ -194,33 +194,6 @@ func TestBuildMinimalImage(t *testing.T) {
 		t.Errorf("no .debs kept in the cache for reuse")
 	}
 
-	// Bundle round trip of the real image into a fresh state directory.
-	bundle := filepath.Join(t.TempDir(), "images.bundle")
-	t0 := time.Now()
-	if _, err := ExportBundleFile(bundle, store, r.Name); err != nil {
-		t.Fatalf("ExportBundleFile(%s) = %v", r.Name, err)
-	}
-	exportT := time.Since(t0)
-	fresh := &Builder{StateDir: t.TempDir()}
-	t1 := time.Now()
-	imported, err := fresh.Import(bundle)
-	if err != nil {
-		t.Fatalf("Import(bundle) = %v", err)
-	}
-	bst, _ := os.Stat(bundle)
-	t.Logf("bundle %.1f MB, export %s, import %s", float64(bst.Size())/1e6, exportT.Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
-	if len(imported) != 1 || imported[0].Digest != res.Digest || imported[0].RecipeHash != r.Hash() || imported[0].Size != res.Size {
-		t.Errorf("Import(bundle) = %+v, want %s with digest %s", imported, r.Name, res.Digest)
-	}
-	list, err := fresh.List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list {
-		if s.Name == r.Name && (!s.Stored || !s.Cached || s.Digest != res.Digest) {
-			t.Errorf("List() after import %s = %+v, want stored, cached, digest %s", r.Name, s, res.Digest)
-		}
-	}
 }
 
 // readMerged reads name from the top-most of layers that holds it.

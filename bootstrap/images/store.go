@@ -36,6 +36,17 @@ type Stored struct {
 	CacheKey   string `json:"cacheKey"`
 }
 
+// Annotations are the index annotations the store keeps st under: name, reference,
+// recipe hash and cache key (a bundle carries them, so an import restores them).
+func (st Stored) Annotations() map[string]string {
+	return map[string]string{
+		annotationRefName:  st.Ref,
+		annotationImage:    st.Name,
+		annotationRecipe:   st.RecipeHash,
+		annotationCacheKey: st.CacheKey,
+	}
+}
+
 // Store is an OCI image layout (<dir>/oci) holding one image per name; the
 // index annotations carry name, reference, recipe hash and cache key.
 //
@@ -204,12 +215,7 @@ func (s *Store) Put(img v1.Image, st Stored) (Stored, error) {
 	if err != nil {
 		return st, fmt.Errorf("store image %s: %w", st.Name, err)
 	}
-	desc.Annotations = map[string]string{
-		annotationRefName:  st.Ref,
-		annotationImage:    st.Name,
-		annotationRecipe:   st.RecipeHash,
-		annotationCacheKey: st.CacheKey,
-	}
+	desc.Annotations = st.Annotations()
 	if err := s.setEntries(*desc); err != nil {
 		return st, fmt.Errorf("store image %s: %w", st.Name, err)
 	}

@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"archive/tar"
@@ -11,16 +11,17 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // An airgap bundle is one tar file: bundle.json first (format version, the
 // images with name, reference, digest and recipe hash, and every blob's
 // digest and size), then an OCI image layout (oci-layout, blobs/sha256/...,
-// index.json). The files osd writes (ExportBundleFile, WriteBundleFile) are
+// index.json). The files osd writes (ExportFile, WriteFile) are
 // compressed with zstd on every core: the layers are not compressed in the
 // store, so the bundle, which crosses a network or a USB stick, is where
-// compression pays. ImportBundle reads both forms; decompressed (zstd -d),
+// compression pays. Import reads both forms; decompressed (zstd -d),
 // `ctr images import` reads a bundle too.
 
 const (
@@ -28,22 +29,22 @@ const (
 	bundleVersion      = 1
 )
 
-// BundleManifest is the bundle's table of contents.
-type BundleManifest struct {
-	Version int          `json:"version"`
-	Images  []Stored     `json:"images"`
-	Blobs   []BundleBlob `json:"blobs"`
+// Manifest is the bundle's table of contents.
+type Manifest struct {
+	Version int             `json:"version"`
+	Images  []images.Stored `json:"images"`
+	Blobs   []Blob          `json:"blobs"`
 }
 
-// BundleBlob is one blob of a bundle.
-type BundleBlob struct {
+// Blob is one blob of a bundle.
+type Blob struct {
 	Digest string `json:"digest"`
 	Size   int64  `json:"size"`
 }
 
-// ExportBundle writes the named images of store (all when names is empty)
+// Export writes the named images of store (all when names is empty)
 // to w as an airgap bundle.
-func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) {
+func Export(w io.Writer, store *images.Store, names ...string) ([]images.Stored, error) {
 	all, err := store.List()
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 	for _, n := range names {
 		want[n] = true
 	}
-	var sel []Stored
+	var sel []images.Stored
 	var imgs []oci.ArchiveImage
 	for _, st := range all {
 		if len(names) > 0 && !want[st.Name] {
@@ -68,24 +69,20 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 			return nil, err
 		}
 		sel = append(sel, st)
-		imgs = append(imgs, oci.ArchiveImage{Image: img, Annotations: map[string]string{
-			oci.AnnotationContainerdName: full,
-			annotationRefName:            st.Ref,
-			annotationImage:              st.Name,
-			annotationRecipe:             st.RecipeHash,
-			annotationCacheKey:           st.CacheKey,
-		}})
+		ann := st.Annotations()
+		ann[oci.AnnotationContainerdName] = full
+		imgs = append(imgs, oci.ArchiveImage{Image: img, Annotations: ann})
 	}
 	for n := range want {
-		return nil, fmt.Errorf("export bundle: image %s is not built (osd images build %s makes it): %w", n, n, ErrNotStored)
+		return nil, fmt.Errorf("export bundle: image %s is not built (osd images build %s makes it): %w", n, n, images.ErrNotStored)
 	}
 	if len(sel) == 0 {
 		return nil, fmt.Errorf("export bundle: no images")
 	}
 	err = oci.WriteLayout(w, imgs, func(tw *tar.Writer, blobs []oci.Blob) error {
-		m := BundleManifest{Version: bundleVersion, Images: sel}
+		m := Manifest{Version: bundleVersion, Images: sel}
 		for _, b := range blobs {
-			m.Blobs = append(m.Blobs, BundleBlob{Digest: b.Digest.String(), Size: b.Size})
+			m.Blobs = append(m.Blobs, Blob{Digest: b.Digest.String(), Size: b.Size})
 		}
 		data, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
@@ -99,9 +96,9 @@ func ExportBundle(w io.Writer, store *Store, names ...string) ([]Stored, error) 
 	return sel, nil
 }
 
-// ExportBundleFile writes the bundle to path atomically, compressed.
-func ExportBundleFile(path string, store *Store, names ...string) ([]Stored, error) {
-	var sel []Stored
+// ExportFile writes the bundle to path atomically, compressed.
+func ExportFile(path string, store *images.Store, names ...string) ([]images.Stored, error) {
+	var sel []images.Stored
 	err := writeFileAtomic(path, func(w io.Writer) error {
 		var err error
 		sel, err = exportCompressed(w, store, names...)
@@ -110,13 +107,13 @@ func ExportBundleFile(path string, store *Store, names ...string) ([]Stored, err
 	return sel, err
 }
 
-// exportCompressed is ExportBundle through a zstd encoder using every core.
-func exportCompressed(w io.Writer, store *Store, names ...string) ([]Stored, error) {
+// exportCompressed is Export through a zstd encoder using every core.
+func exportCompressed(w io.Writer, store *images.Store, names ...string) ([]images.Stored, error) {
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
 		return nil, fmt.Errorf("export bundle: %w", err)
 	}
-	sel, err := ExportBundle(zw, store, names...)
+	sel, err := Export(zw, store, names...)
 	if err != nil {
 		zw.Close()
 		return nil, err

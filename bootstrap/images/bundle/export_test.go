@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/images"
 )
 
 // TestCheckExportPath checks every destination a bundle export is refused or allowed,
@@ -82,8 +84,8 @@ func TestWriteBundleFileReplace(t *testing.T) {
 	if err := os.WriteFile(path, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteBundleFile(path, false, src, "pause"); !errors.Is(err, ErrBadDestination) || !strings.Contains(err.Error(), "add --force") {
-		t.Errorf("WriteBundleFile(existing, no replace) = %v, want ErrBadDestination saying add --force", err)
+	if _, err := WriteFile(path, false, src, "pause"); !errors.Is(err, ErrBadDestination) || !strings.Contains(err.Error(), "add --force") {
+		t.Errorf("WriteFile(existing, no replace) = %v, want ErrBadDestination saying add --force", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "keep me" {
 		t.Errorf("existing file = %q after a refused export, want it unchanged", b)
@@ -91,22 +93,22 @@ func TestWriteBundleFileReplace(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("directory holds %d entries after a refused export, want only the old file", len(ents))
 	}
-	if _, err := WriteBundleFile(path, false, src, "nope"); !errors.Is(err, ErrNotStored) {
-		t.Errorf("WriteBundleFile(unbuilt image) = %v, want ErrNotStored", err)
+	if _, err := WriteFile(path, false, src, "nope"); !errors.Is(err, images.ErrNotStored) {
+		t.Errorf("WriteFile(unbuilt image) = %v, want images.ErrNotStored", err)
 	}
-	if sel, err := WriteBundleFile(path, true, src, "pause"); err != nil || len(sel) != 1 {
-		t.Fatalf("WriteBundleFile(existing, replace) = %d images, %v; want 1", len(sel), err)
+	if sel, err := WriteFile(path, true, src, "pause"); err != nil || len(sel) != 1 {
+		t.Fatalf("WriteFile(existing, replace) = %d images, %v; want 1", len(sel), err)
 	}
-	dst, err := OpenStore(filepath.Join(t.TempDir(), "fresh"))
+	dst, err := images.OpenStore(filepath.Join(t.TempDir(), "fresh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ImportBundle(path, dst); err != nil || len(got) != 1 {
-		t.Errorf("ImportBundle(replaced file) = %d images, %v; want 1", len(got), err)
+	if got, err := Import(path, dst); err != nil || len(got) != 1 {
+		t.Errorf("Import(replaced file) = %d images, %v; want 1", len(got), err)
 	}
 	fresh := filepath.Join(dir, "new.bundle")
-	if sel, err := WriteBundleFile(fresh, false, src); err != nil || len(sel) != 3 {
-		t.Errorf("WriteBundleFile(new file) = %d images, %v; want 3", len(sel), err)
+	if sel, err := WriteFile(fresh, false, src); err != nil || len(sel) != 3 {
+		t.Errorf("WriteFile(new file) = %d images, %v; want 3", len(sel), err)
 	}
 	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("new bundle = %v, %v; want mode 0644", fi, err)

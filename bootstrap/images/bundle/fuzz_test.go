@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"archive/tar"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
@@ -21,31 +22,31 @@ var fuzzBundle = sync.OnceValues(func() ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := OpenStore(dir)
+	s, err := images.OpenStore(dir)
 	if err != nil {
 		return nil, err
 	}
-	pause, err := PauseImage()
+	pause, err := images.PauseImage()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Put(pause, Stored{Name: "pause", Ref: PauseRef}); err != nil {
+	if _, err := s.Put(pause, images.Stored{Name: "pause", Ref: images.PauseRef}); err != nil {
 		return nil, err
 	}
-	img, err := oci.ImageFromFiles([]File{{Path: "etc/a", Mode: 0o644, Data: []byte("a")}}, ImageConfig{})
+	img, err := oci.ImageFromFiles([]oci.File{{Path: "etc/a", Mode: 0o644, Data: []byte("a")}}, oci.ImageConfig{})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Put(img, Stored{Name: "a", Ref: "localhost/osd/a:1"}); err != nil {
+	if _, err := s.Put(img, images.Stored{Name: "a", Ref: "localhost/osd/a:1"}); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	_, err = ExportBundle(&buf, s)
+	_, err = Export(&buf, s)
 	return buf.Bytes(), err
 })
 
 // checkImport imports data into a fresh store next to a sentinel file and checks what
-// must hold for any input: a refusal is ErrBadBundle and leaves the store empty and no
+// must hold for any input: a refusal is ErrBad and leaves the store empty and no
 // staging directory; nothing is ever written outside the store; a success lists every
 // image it returned, each readable with all its blobs.
 func checkImport(t *testing.T, data []byte) {
@@ -55,7 +56,7 @@ func checkImport(t *testing.T, data []byte) {
 		t.Fatal(err)
 	}
 	storeDir := filepath.Join(base, "state", "images")
-	store, err := OpenStore(storeDir)
+	store, err := images.OpenStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +78,8 @@ func checkImport(t *testing.T, data []byte) {
 		}
 	}
 	if err != nil {
-		if !errors.Is(err, ErrBadBundle) {
-			t.Fatalf("importBundle() = %v, want ErrBadBundle or success", err)
+		if !errors.Is(err, ErrBad) {
+			t.Fatalf("importBundle() = %v, want ErrBad or success", err)
 		}
 		if len(blobs) != 0 {
 			t.Fatalf("refused import (%v) left %d blobs in the store", err, len(blobs))
@@ -94,7 +95,7 @@ func checkImport(t *testing.T, data []byte) {
 		if err != nil {
 			t.Fatalf("Get(%s) after import: %v", st.Name, err)
 		}
-		if _, err := imageSize(img); err != nil {
+		if _, err := img.Manifest(); err != nil {
 			t.Fatalf("image %s after import: %v", st.Name, err)
 		}
 	}
@@ -110,9 +111,9 @@ func FuzzImportBundle(f *testing.F) {
 	f.Add(good)
 	k := newCraftKit(f, good)
 	for _, e := range craftedSeeds() {
-		f.Add(k.edit(func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		f.Add(k.edit(func(m *Manifest, es []bundleEntry) []bundleEntry {
 			if e.listDigest != "" {
-				m.Blobs = append(m.Blobs, BundleBlob{Digest: e.listDigest, Size: int64(len(e.data))})
+				m.Blobs = append(m.Blobs, Blob{Digest: e.listDigest, Size: int64(len(e.data))})
 			}
 			i := blobIndex(es)
 			return append(es[:i], append([]bundleEntry{{hdr: tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644}, data: e.data}}, es[i:]...)...)
@@ -163,9 +164,9 @@ func FuzzImportBundleEntry(f *testing.F) {
 	f.Add(uint8(0), "", byte(0), "", []byte(nil), "", int64(0), "../x", "sha256:../../x")
 	f.Add(uint8(2), bundleBlobPrefix+strings.TrimPrefix(k.m.Blobs[0].Digest, "sha256:"), byte(tar.TypeReg), "", []byte("x"), "", int64(0), "", "")
 	f.Fuzz(func(t *testing.T, pos uint8, name string, typ byte, link string, data []byte, listDigest string, listSize int64, imgName, imgDigest string) {
-		bundle, err := k.tryEdit(func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		bundle, err := k.tryEdit(func(m *Manifest, es []bundleEntry) []bundleEntry {
 			if listDigest != "" {
-				m.Blobs = append(m.Blobs, BundleBlob{Digest: listDigest, Size: listSize})
+				m.Blobs = append(m.Blobs, Blob{Digest: listDigest, Size: listSize})
 			}
 			if imgName != "" {
 				m.Images[0].Name = imgName
@@ -194,7 +195,7 @@ func TestFuzzSeedsAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := OpenStore(t.TempDir())
+	store, err := images.OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

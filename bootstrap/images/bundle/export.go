@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/osdcloud/osd/bootstrap/fsutil"
+	"github.com/osdcloud/osd/bootstrap/images"
 )
 
 // ErrBadDestination marks a bundle destination refused before anything is read or written.
@@ -98,12 +99,12 @@ func fileKind(m fs.FileMode) string {
 	return "special file"
 }
 
-// WriteBundleFile writes the bundle of the named images (all when none), compressed, to path through
+// WriteFile writes the bundle of the named images (all when none), compressed, to path through
 // a temporary file in the same directory, renamed into place only at the end. Unless
 // replace is set, the rename refuses to replace a file that appeared meanwhile
 // (RENAME_NOREPLACE), and the error wraps ErrBadDestination.
-func WriteBundleFile(path string, replace bool, store *Store, names ...string) ([]Stored, error) {
-	var sel []Stored
+func WriteFile(path string, replace bool, store *images.Store, names ...string) ([]images.Stored, error) {
+	var sel []images.Stored
 	err := writeFileAtomicMode(path, replace, func(w io.Writer) error {
 		var err error
 		sel, err = exportCompressed(w, store, names...)

@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"bytes"
@@ -11,30 +11,31 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/bootstrap/images/asm"
 	"github.com/osdcloud/osd/bootstrap/images/oci"
 	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
 )
 
 // smallStore returns a store holding pause and two small file images.
-func smallStore(t *testing.T) *Store {
+func smallStore(t *testing.T) *images.Store {
 	t.Helper()
-	s, err := OpenStore(t.TempDir())
+	s, err := images.OpenStore(t.TempDir())
 	if err != nil {
-		t.Fatalf("OpenStore() = %v", err)
+		t.Fatalf("images.OpenStore() = %v", err)
 	}
-	pause, err := PauseImage()
+	pause, err := images.PauseImage()
 	if err != nil {
 		t.Fatal(err)
 	}
 	put := func(name, ref string, img v1.Image) {
-		if _, err := s.Put(img, Stored{Name: name, Ref: ref, RecipeHash: "r-" + name, CacheKey: "k-" + name}); err != nil {
+		if _, err := s.Put(img, images.Stored{Name: name, Ref: ref, RecipeHash: "r-" + name, CacheKey: "k-" + name}); err != nil {
 			t.Fatalf("Put(%s) = %v", name, err)
 		}
 	}
-	put("pause", PauseRef, pause)
+	put("pause", images.PauseRef, pause)
 	for _, n := range []string{"a", "b"} {
-		img, err := oci.ImageFromFiles([]File{{Path: "etc/" + n, Mode: 0o644, Data: []byte(strings.Repeat(n, 100000))}}, ImageConfig{})
+		img, err := oci.ImageFromFiles([]oci.File{{Path: "etc/" + n, Mode: 0o644, Data: []byte(strings.Repeat(n, 100000))}}, oci.ImageConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,52 +44,23 @@ func smallStore(t *testing.T) *Store {
 	return s
 }
 
-func TestStorePutReplace(t *testing.T) {
-	s := smallStore(t)
-	before, _ := s.List()
-	img, err := oci.ImageFromFiles([]File{{Path: "etc/a2", Mode: 0o644, Data: []byte("new")}}, ImageConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Put(img, Stored{Name: "a", Ref: "localhost/osd/a:2"}); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := s.List()
-	if len(after) != len(before) {
-		t.Errorf("List() after replacing a = %d images, want %d", len(after), len(before))
-	}
-	_, st, err := s.Get("a")
-	d, _ := img.Digest()
-	if err != nil || st.Digest != d.String() || st.Ref != "localhost/osd/a:2" {
-		t.Errorf("Get(a) = %+v, %v; want digest %s ref localhost/osd/a:2", st, err, d)
-	}
-	// The old image's layer blob was collected.
-	blobs, _ := os.ReadDir(filepath.Join(s.Dir(), "oci", "blobs", "sha256"))
-	if len(blobs) != 9 { // 3 images x (manifest, config, layer)
-		t.Errorf("store holds %d blobs, want 9 (old ones collected)", len(blobs))
-	}
-	if _, _, err := s.Get("nope"); !errors.Is(err, ErrNotStored) {
-		t.Errorf("Get(nope) = %v, want ErrNotStored", err)
-	}
-}
-
 func TestBundleRoundTrip(t *testing.T) {
 	src := smallStore(t)
 	path := filepath.Join(t.TempDir(), "osd-images.bundle")
-	exported, err := ExportBundleFile(path, src)
+	exported, err := ExportFile(path, src)
 	if err != nil {
-		t.Fatalf("ExportBundleFile() = %v", err)
+		t.Fatalf("ExportFile() = %v", err)
 	}
 	if len(exported) != 3 {
-		t.Fatalf("ExportBundleFile() exported %d images, want 3", len(exported))
+		t.Fatalf("ExportFile() exported %d images, want 3", len(exported))
 	}
-	dst, err := OpenStore(filepath.Join(t.TempDir(), "fresh"))
+	dst, err := images.OpenStore(filepath.Join(t.TempDir(), "fresh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	imported, err := ImportBundle(path, dst)
+	imported, err := Import(path, dst)
 	if err != nil {
-		t.Fatalf("ImportBundle() = %v", err)
+		t.Fatalf("Import() = %v", err)
 	}
 	want, _ := src.List()
 	got, _ := dst.List()
@@ -111,11 +83,11 @@ func TestBundleRoundTrip(t *testing.T) {
 		t.Errorf("imported pause /pause size = %d, want %d", e.Size, len(asm.PauseBinary()))
 	}
 	// Export of a subset; unknown names are refused.
-	if sel, err := ExportBundleFile(filepath.Join(t.TempDir(), "one"), src, "pause"); err != nil || len(sel) != 1 {
-		t.Errorf("ExportBundleFile(pause) = %d, %v; want 1 image", len(sel), err)
+	if sel, err := ExportFile(filepath.Join(t.TempDir(), "one"), src, "pause"); err != nil || len(sel) != 1 {
+		t.Errorf("ExportFile(pause) = %d, %v; want 1 image", len(sel), err)
 	}
-	if _, err := ExportBundleFile(filepath.Join(t.TempDir(), "x"), src, "nope"); err == nil {
-		t.Errorf("ExportBundleFile(nope) = nil error, want error")
+	if _, err := ExportFile(filepath.Join(t.TempDir(), "x"), src, "nope"); err == nil {
+		t.Errorf("ExportFile(nope) = nil error, want error")
 	}
 }
 
@@ -125,12 +97,12 @@ func TestImportBundleRejectsDamage(t *testing.T) {
 	// compression) valid and only the digest check can catch it; the compressed
 	// file's damage is in the cases below too.
 	var plain bytes.Buffer
-	if _, err := ExportBundle(&plain, src); err != nil {
+	if _, err := Export(&plain, src); err != nil {
 		t.Fatal(err)
 	}
 	data := plain.Bytes()
 	good := filepath.Join(t.TempDir(), "good.bundle")
-	if _, err := ExportBundleFile(good, src); err != nil {
+	if _, err := ExportFile(good, src); err != nil {
 		t.Fatal(err)
 	}
 	zdata, err := os.ReadFile(good)
@@ -138,7 +110,7 @@ func TestImportBundleRejectsDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.HasPrefix(zdata, zstdMagic) || len(zdata) >= len(data) {
-		t.Errorf("ExportBundleFile() wrote %d bytes starting %x, want zstd smaller than the %d-byte tar", len(zdata), zdata[:4], len(data))
+		t.Errorf("ExportFile() wrote %d bytes starting %x, want zstd smaller than the %d-byte tar", len(zdata), zdata[:4], len(data))
 	}
 	zflip := append([]byte(nil), zdata...)
 	zflip[len(zflip)/2] ^= 0x01
@@ -186,16 +158,16 @@ func TestImportBundleRejectsDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := filepath.Join(t.TempDir(), "fresh")
-			dst, err := OpenStore(dir)
+			dst, err := images.OpenStore(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ImportBundle(path, dst)
+			got, err := Import(path, dst)
 			if err == nil {
-				t.Fatalf("ImportBundle(%s) = %d images, nil error; want an error", tc.name, len(got))
+				t.Fatalf("Import(%s) = %d images, nil error; want an error", tc.name, len(got))
 			}
-			if !errors.Is(err, ErrBadBundle) || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), "nothing was imported") {
-				t.Errorf("ImportBundle(%s) error = %q, want ErrBadBundle saying corrupt, nothing imported", tc.name, err)
+			if !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), "nothing was imported") {
+				t.Errorf("Import(%s) error = %q, want ErrBad saying corrupt, nothing imported", tc.name, err)
 			}
 			t.Logf("%s: %v", tc.name, err)
 			if l, _ := dst.List(); len(l) != 0 {

@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"archive/tar"
@@ -6,19 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/osdcloud/osd/bootstrap/fsutil"
+	"github.com/osdcloud/osd/bootstrap/images"
 )
 
-// ErrBadBundle marks a bundle that is truncated, corrupt, crafted or not a bundle.
-var ErrBadBundle = errors.New("bad bundle")
+// ErrBad marks a bundle that is truncated, corrupt, crafted or not a bundle.
+var ErrBad = errors.New("bad bundle")
 
 // bundleFault is what is wrong with a bundle (as opposed to an error of this host, such
 // as a full disk).
@@ -28,14 +25,14 @@ func (f *bundleFault) Error() string { return f.msg }
 
 func faultf(format string, a ...any) error { return &bundleFault{msg: fmt.Sprintf(format, a...)} }
 
-// ImportBundle verifies the bundle at path and adds its images to store.
+// Import verifies the bundle at path and adds its images to store.
 //
-// Every name and digest is checked against what ExportBundle writes before it is used
-// (bundle_check.go); blobs are streamed into one staging directory opened once as an
+// Every name and digest is checked against what Export writes before it is used
+// (check.go); blobs are streamed into one staging directory opened once as an
 // os.Root, hashed on the way, and every image is checked against its blobs before
 // anything is committed. A bundle that fails any check imports nothing and leaves no
 // staged file behind.
-func ImportBundle(path string, store *Store) ([]Stored, error) {
+func Import(path string, store *images.Store) ([]images.Stored, error) {
 	f, err := openBundle(path)
 	if err != nil {
 		return nil, err
@@ -43,7 +40,7 @@ func ImportBundle(path string, store *Store) ([]Stored, error) {
 	defer f.Close()
 	r, done, err := decompressed(f)
 	if err != nil {
-		return nil, fmt.Errorf("bundle %s is corrupt: %v; nothing was imported (make a new one with osd images export): %w", path, err, ErrBadBundle)
+		return nil, fmt.Errorf("bundle %s is corrupt: %v; nothing was imported (make a new one with osd images export): %w", path, err, ErrBad)
 	}
 	defer done()
 	return importBundle(r, path, store)
@@ -63,13 +60,13 @@ func openBundle(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("import bundle: %s is not a regular file (mode %s): give the file osd images export wrote: %w", path, fi.Mode().Type(), ErrBadBundle)
+		return nil, fmt.Errorf("import bundle: %s is not a regular file (mode %s): give the file osd images export wrote: %w", path, fi.Mode().Type(), ErrBad)
 	}
 	return f, nil
 }
 
 // importBundle reads a bundle from r (called name in messages) into store.
-func importBundle(r io.Reader, name string, store *Store) ([]Stored, error) {
+func importBundle(r io.Reader, name string, store *images.Store) ([]images.Stored, error) {
 	stg, err := newStage(store.Dir())
 	if err != nil {
 		return nil, fmt.Errorf("import bundle: %w", err)
@@ -84,17 +81,22 @@ func importBundle(r io.Reader, name string, store *Store) ([]Stored, error) {
 		}
 	}
 	if f := (*bundleFault)(nil); errors.As(err, &f) {
-		return nil, fmt.Errorf("bundle %s is truncated, corrupt or not an osd bundle: %s; nothing was imported (make a new one with osd images export): %w", name, f.msg, ErrBadBundle)
+		return nil, fmt.Errorf("bundle %s is truncated, corrupt or not an osd bundle: %s; nothing was imported (make a new one with osd images export): %w", name, f.msg, ErrBad)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("import bundle %s: %w; nothing was imported", name, err)
 	}
-	return store.commitImport(stg, m)
+	blobs := make([]images.StagedBlob, len(m.Blobs))
+	for i, b := range m.Blobs {
+		hex, _ := digestHex(b.Digest) // checked by checkManifest
+		blobs[i] = images.StagedBlob{Path: stg.path(hex), Digest: v1.Hash{Algorithm: "sha256", Hex: hex}, Size: b.Size}
+	}
+	return store.CommitImport(blobs, m.Images)
 }
 
 // readBundle reads bundle.json (first), checks it, then every other entry against the
 // allow-list, staging each listed blob. It returns the manifest and hex digest -> size.
-func readBundle(r io.Reader, stg *stage) (*BundleManifest, map[string]int64, error) {
+func readBundle(r io.Reader, stg *stage) (*Manifest, map[string]int64, error) {
 	tr := tar.NewReader(r)
 	h, err := tr.Next()
 	if err != nil {
@@ -113,7 +115,7 @@ func readBundle(r io.Reader, stg *stage) (*BundleManifest, map[string]int64, err
 	if err != nil {
 		return nil, nil, faultf("%s: %v", bundleManifestName, err)
 	}
-	var m BundleManifest
+	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, nil, faultf("%s: %v", bundleManifestName, err)
 	}
@@ -176,7 +178,7 @@ func readBundle(r io.Reader, stg *stage) (*BundleManifest, map[string]int64, err
 
 // checkStagedImage checks an image's manifest (staged and digest-verified) and that its
 // config and layers were staged with the sizes it names.
-func checkStagedImage(stg *stage, st Stored, sizes map[string]int64) error {
+func checkStagedImage(stg *stage, st images.Stored, sizes map[string]int64) error {
 	hex, _ := digestHex(st.Digest)
 	if sizes[hex] > maxManifestBlob {
 		return faultf("image %s: manifest %s is %d bytes, more than %d", st.Name, st.Digest, sizes[hex], maxManifestBlob)
@@ -206,86 +208,4 @@ func checkStagedImage(stg *stage, st Stored, sizes map[string]int64) error {
 		}
 	}
 	return nil
-}
-
-// commitImport moves staged blobs into the store and then adds the images to its index
-// (the index write is the commit point: blobs alone are never visible as images). Blobs
-// it moved are removed again if the commit fails.
-func (s *Store) commitImport(stg *stage, m *BundleManifest) (out []Stored, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	dst := filepath.Join(s.layoutDir(), "blobs", "sha256")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return nil, fmt.Errorf("import bundle: %w", err)
-	}
-	var moved []string
-	defer func() {
-		if err != nil {
-			for _, p := range moved {
-				os.Remove(p)
-			}
-		}
-	}()
-	for _, b := range m.Blobs {
-		hex, _ := digestHex(b.Digest) // checked by checkManifest
-		to := filepath.Join(dst, hex)
-		_, err := os.Lstat(to)
-		held := err == nil
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("import bundle: %w", err)
-		}
-		// The staged copy was verified as it was read: it replaces a blob already held
-		// (which may be damaged) instead of trusting it unverified.
-		if err := os.Rename(stg.path(hex), to); err != nil {
-			return nil, fmt.Errorf("import bundle: %w", err)
-		}
-		s.trusted(v1.Hash{Algorithm: "sha256", Hex: hex}, b.Size)
-		if !held {
-			moved = append(moved, to)
-		}
-	}
-	if err := fsutil.SyncDir(dst); err != nil {
-		return nil, fmt.Errorf("import bundle: %w", err)
-	}
-	out, err = s.indexImported(m.Images)
-	if err != nil {
-		return nil, fmt.Errorf("import bundle: %w", err)
-	}
-	moved = nil // the index refers to them now
-	if err := s.gc(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// indexImported adds (or replaces, by name) the imported images in the store's index.
-func (s *Store) indexImported(sts []Stored) ([]Stored, error) {
-	out := make([]Stored, len(sts))
-	descs := make([]v1.Descriptor, len(sts))
-	for i, st := range sts {
-		h, err := v1.NewHash(st.Digest)
-		if err != nil {
-			return nil, err
-		}
-		raw, err := os.ReadFile(s.blobFile(h))
-		if err != nil {
-			return nil, err
-		}
-		var m v1.Manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", st.Digest, err)
-		}
-		mt := m.MediaType
-		if mt == "" {
-			mt = types.OCIManifestSchema1
-		}
-		descs[i] = v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw)), Annotations: map[string]string{
-			annotationRefName: st.Ref, annotationImage: st.Name, annotationRecipe: st.RecipeHash, annotationCacheKey: st.CacheKey}}
-		st.Size = int64(len(raw)) + m.Config.Size
-		for _, l := range m.Layers {
-			st.Size += l.Size
-		}
-		out[i] = st
-	}
-	return out, s.setEntries(descs...)
 }

@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"archive/tar"
@@ -6,10 +6,11 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
-// What a bundle may hold. ExportBundle writes exactly these entries, all regular files:
+// What a bundle may hold. Export writes exactly these entries, all regular files:
 // bundle.json first, then oci-layout, one blobs/sha256/<hex> per blob, then index.json.
 // Import accepts nothing else, so a name from the tar or a digest from bundle.json
 // reaches a path only after it matched one of these shapes.
@@ -62,7 +63,7 @@ const (
 )
 
 // classifyEntry checks one tar header against the allow-list: a regular file with one of
-// the names ExportBundle writes, not sparse. It returns the entry's kind and, for a blob,
+// the names Export writes, not sparse. It returns the entry's kind and, for a blob,
 // its hex digest.
 func classifyEntry(h *tar.Header) (entryKind, string, error) {
 	kind, hex, err := classifyName(h.Name)
@@ -124,7 +125,7 @@ func typeName(t byte) string {
 // checkManifest validates bundle.json before any blob is read: the format version, every
 // image's name, reference, digest and annotations, every blob's digest and size, no
 // duplicates, and the total size. It returns hex digest -> size of the listed blobs.
-func checkManifest(m *BundleManifest) (map[string]int64, error) {
+func checkManifest(m *Manifest) (map[string]int64, error) {
 	if m.Version != bundleVersion {
 		return nil, fmt.Errorf("format version %d, want %d", m.Version, bundleVersion)
 	}
@@ -168,7 +169,7 @@ func checkManifest(m *BundleManifest) (map[string]int64, error) {
 }
 
 // checkStoredEntry validates one image of bundle.json.
-func checkStoredEntry(st Stored) error {
+func checkStoredEntry(st images.Stored) error {
 	if !imageNameRE.MatchString(st.Name) {
 		return fmt.Errorf("image name %q is not lowercase letters, digits, '.', '_' and '-' (at most 63)", clip(st.Name))
 	}

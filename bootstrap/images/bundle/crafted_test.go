@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"archive/tar"
@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/osdcloud/osd/bootstrap/images"
 )
 
 // bundleEntry is one entry of a bundle as the crafted-bundle tests edit it.
@@ -86,7 +88,7 @@ func buildTar(entries []bundleEntry) ([]byte, error) {
 type craftKit struct {
 	t       testing.TB
 	entries []bundleEntry
-	m       BundleManifest
+	m       Manifest
 }
 
 func newCraftKit(t testing.TB, data []byte) *craftKit {
@@ -98,7 +100,7 @@ func newCraftKit(t testing.TB, data []byte) *craftKit {
 }
 
 // edit returns the bundle after editing a copy of its manifest and entries.
-func (k *craftKit) edit(fn func(m *BundleManifest, es []bundleEntry) []bundleEntry) []byte {
+func (k *craftKit) edit(fn func(m *Manifest, es []bundleEntry) []bundleEntry) []byte {
 	k.t.Helper()
 	b, err := k.tryEdit(fn)
 	if err != nil {
@@ -108,8 +110,8 @@ func (k *craftKit) edit(fn func(m *BundleManifest, es []bundleEntry) []bundleEnt
 }
 
 // tryEdit is edit returning archive/tar's refusal to write an entry.
-func (k *craftKit) tryEdit(fn func(m *BundleManifest, es []bundleEntry) []bundleEntry) ([]byte, error) {
-	var m BundleManifest
+func (k *craftKit) tryEdit(fn func(m *Manifest, es []bundleEntry) []bundleEntry) ([]byte, error) {
+	var m Manifest
 	b, _ := json.Marshal(k.m)
 	json.Unmarshal(b, &m)
 	es := make([]bundleEntry, len(k.entries))
@@ -168,12 +170,12 @@ func treeOf(t testing.TB, dir, skip string) []string {
 // TestImportBundleRefusesCrafted imports crafted bundles (escaping names and digests,
 // links, devices, duplicates, lying sizes, unlisted blobs...) into a store that has a
 // sentinel directory tree next to it, which every escaping name points into. Each must be
-// refused with ErrBadBundle and a message saying what is wrong, leave the sentinel tree
+// refused with ErrBad and a message saying what is wrong, leave the sentinel tree
 // and the store as they were, and leave no staging directory.
 func TestImportBundleRefusesCrafted(t *testing.T) {
 	src := smallStore(t)
 	var good bytes.Buffer
-	if _, err := ExportBundle(&good, src); err != nil {
+	if _, err := Export(&good, src); err != nil {
 		t.Fatal(err)
 	}
 	k := newCraftKit(t, good.Bytes())
@@ -196,14 +198,14 @@ func TestImportBundleRefusesCrafted(t *testing.T) {
 	evil := []byte("* * * * * root sh -c 'echo owned'\n")
 	evilDigest := digestOf(evil)
 	evilHex := strings.TrimPrefix(evilDigest, "sha256:")
-	listEvil := func(m *BundleManifest, digest string) {
-		m.Blobs = append(m.Blobs, BundleBlob{Digest: digest, Size: int64(len(evil))})
+	listEvil := func(m *Manifest, digest string) {
+		m.Blobs = append(m.Blobs, Blob{Digest: digest, Size: int64(len(evil))})
 	}
 	insertAt := func(es []bundleEntry, i int, e bundleEntry) []bundleEntry {
 		return append(es[:i], append([]bundleEntry{e}, es[i:]...)...)
 	}
-	special := func(name string, typ byte, link string) func(m *BundleManifest, es []bundleEntry) []bundleEntry {
-		return func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+	special := func(name string, typ byte, link string) func(m *Manifest, es []bundleEntry) []bundleEntry {
+		return func(m *Manifest, es []bundleEntry) []bundleEntry {
 			listEvil(m, evilDigest)
 			h := tar.Header{Name: name, Typeflag: typ, Linkname: link, Mode: 0o644, Devmajor: 1, Devminor: 3, ModTime: time.Unix(0, 0)}
 			return insertAt(es, blobIndex(es), bundleEntry{hdr: h})
@@ -214,31 +216,31 @@ func TestImportBundleRefusesCrafted(t *testing.T) {
 
 	tests := []struct {
 		name string
-		edit func(m *BundleManifest, es []bundleEntry) []bundleEntry
+		edit func(m *Manifest, es []bundleEntry) []bundleEntry
 		want string // in the error
 	}{
-		{"blob name with .. (listed digest too)", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"blob name with .. (listed digest too)", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			listEvil(m, "sha256:"+escape)
 			return insertAt(es, blobIndex(es), reg(bundleBlobPrefix+escape, evil))
 		}, "is not sha256: followed by 64 lowercase hex digits"},
-		{"blob name with .. (not listed)", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"blob name with .. (not listed)", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return insertAt(es, blobIndex(es), reg(bundleBlobPrefix+escape, evil))
 		}, "is not part of a bundle"},
-		{"absolute name", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"absolute name", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return insertAt(es, blobIndex(es), reg(absEscape, evil))
 		}, "is not part of a bundle"},
-		{"absolute blob name", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"absolute blob name", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			listEvil(m, evilDigest)
 			return insertAt(es, blobIndex(es), reg("/"+bundleBlobPrefix+evilHex, evil))
 		}, "is not part of a bundle"},
-		{"name starting with ./", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"name starting with ./", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			listEvil(m, evilDigest)
 			return insertAt(es, blobIndex(es), reg("./"+bundleBlobPrefix+evilHex, evil))
 		}, "is not part of a bundle"},
-		{"parent directory name", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"parent directory name", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return insertAt(es, blobIndex(es), reg("../x", evil))
 		}, "is not part of a bundle"},
-		{"unknown entry", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"unknown entry", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return append(es, reg("README", []byte("hi")))
 		}, `entry "README" is not part of a bundle`},
 		{"symlink as a blob", special(bundleBlobPrefix+evilHex, tar.TypeSymlink, "/etc/passwd"), "is a symbolic link"},
@@ -249,116 +251,116 @@ func TestImportBundleRefusesCrafted(t *testing.T) {
 		{"fifo", special(bundleBlobPrefix+evilHex, tar.TypeFifo, ""), "is a fifo"},
 		{"directory", special("blobs/", tar.TypeDir, ""), "is not part of a bundle"},
 		{"directory named like a blob", special(bundleBlobPrefix+evilHex, tar.TypeDir, ""), "is a directory"},
-		{"duplicate blob", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"duplicate blob", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			i := blobIndex(es)
 			return insertAt(es, i+1, es[i])
 		}, "appears twice"},
-		{"duplicate index.json", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"duplicate index.json", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return append(es, es[len(es)-1])
 		}, `entry "index.json" appears twice`},
-		{"second bundle.json", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"second bundle.json", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return append(es, es[0])
 		}, `entry "bundle.json" appears twice`},
-		{"blob larger than listed", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"blob larger than listed", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			i := blobIndex(es)
 			es[i].data = append(es[i].data, make([]byte, 4096)...)
 			return es
 		}, "bytes in the archive, bundle.json lists"},
-		{"blob smaller than listed", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"blob smaller than listed", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			i := blobIndex(es)
 			es[i].data = es[i].data[:len(es[i].data)-1]
 			return es
 		}, "bytes in the archive, bundle.json lists"},
-		{"blob whose content is not its digest", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"blob whose content is not its digest", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			listEvil(m, evilDigest)
 			other := append([]byte(nil), evil...)
 			other[0] = '#'
 			return insertAt(es, blobIndex(es), reg(bundleBlobPrefix+evilHex, other))
 		}, fmt.Sprintf("want %d bytes with the digest of its name", len(evil))},
-		{"blob not listed", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"blob not listed", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return insertAt(es, blobIndex(es), reg(bundleBlobPrefix+evilHex, evil))
 		}, "is not listed in bundle.json"},
-		{"listed blob missing", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"listed blob missing", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			listEvil(m, evilDigest)
 			return es
 		}, fmt.Sprintf("(%d bytes) is missing", len(evil))},
-		{"blob listed twice", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"blob listed twice", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Blobs = append(m.Blobs, m.Blobs[0])
 			return es
 		}, "is listed twice"},
-		{"uppercase digest", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"uppercase digest", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Blobs[0].Digest = strings.ToUpper(m.Blobs[0].Digest)
 			return es
 		}, "is not sha256: followed by 64 lowercase hex digits"},
-		{"other digest algorithm", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"other digest algorithm", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Blobs[0].Digest = "sha512:" + firstHex
 			return es
 		}, "is not sha256: followed by 64 lowercase hex digits"},
-		{"negative size", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"negative size", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Blobs[0].Size = -1
 			return es
 		}, "is negative or takes the bundle over"},
-		{"total over the cap", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"total over the cap", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Blobs[0].Size = maxBundleTotal
 			return es
 		}, "is negative or takes the bundle over"},
-		{"image name with a path", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"image name with a path", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Images[0].Name = "../../etc"
 			return es
 		}, `image name "../../etc" is not lowercase letters`},
-		{"image listed twice", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"image listed twice", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Images = append(m.Images, m.Images[0])
 			return es
 		}, "is listed twice"},
-		{"image digest with ..", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"image digest with ..", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Images[0].Digest = "sha256:" + escape
 			return es
 		}, "is not sha256: followed by 64 lowercase hex digits"},
-		{"image manifest not listed", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"image manifest not listed", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Images[0].Digest = evilDigest
 			return es
 		}, "is not in the blob list"},
-		{"image manifest is a layer", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"image manifest is a layer", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			listEvil(m, evilDigest)
 			m.Images[0].Digest = evilDigest
 			return insertAt(es, blobIndex(es), reg(bundleBlobPrefix+evilHex, evil))
 		}, "manifest sha256:"},
-		{"bad reference", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"bad reference", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Images[0].Ref = "Not A Reference"
 			return es
 		}, `reference "Not A Reference"`},
-		{"control characters in the recipe hash", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"control characters in the recipe hash", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Images[0].RecipeHash = "a\nb"
 			return es
 		}, "holds control characters"},
-		{"no images", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"no images", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Images = nil
 			return es
 		}, "no images listed"},
-		{"other format version", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"other format version", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			m.Version = 2
 			return es
 		}, "format version 2, want 1"},
-		{"bundle.json not first", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"bundle.json not first", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			es[0], es[1] = es[1], es[0]
 			return es
 		}, `first entry is "oci-layout", want bundle.json`},
-		{"bundle.json is a symlink", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"bundle.json is a symlink", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			es[0] = bundleEntry{hdr: tar.Header{Name: bundleManifestName, Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}
 			return es
 		}, `entry "bundle.json" is a symbolic link`},
-		{"bundle.json with trailing data", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"bundle.json with trailing data", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			b, _ := json.Marshal(m)
 			es[0].data = append(b, []byte(`{"version":1}`)...)
 			return es
 		}, "bundle.json: invalid character"},
-		{"oci-layout missing", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"oci-layout missing", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return append(es[:1], es[2:]...)
 		}, "entry oci-layout is missing"},
-		{"index.json missing", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"index.json missing", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			return es[:len(es)-1]
 		}, "entry index.json is missing"},
-		{"index.json over its cap", func(m *BundleManifest, es []bundleEntry) []bundleEntry {
+		{"index.json over its cap", func(m *Manifest, es []bundleEntry) []bundleEntry {
 			es[len(es)-1].data = bytes.Repeat([]byte(" "), int(maxBundleSmallEntry)+1)
 			return es
 		}, `entry "index.json" is 4194305 bytes, more than 4194304`},
@@ -370,35 +372,35 @@ func TestImportBundleRefusesCrafted(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.Remove(path)
-			store, err := OpenStore(storeDir)
+			store, err := images.OpenStore(storeDir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			before := treeOf(t, base, storeDir)
 			storeBefore := treeOf(t, storeDir, "")
-			got, err := ImportBundle(path, store)
+			got, err := Import(path, store)
 			if err == nil {
-				t.Fatalf("ImportBundle(%s) = %d images, nil error; want it refused", tc.name, len(got))
+				t.Fatalf("Import(%s) = %d images, nil error; want it refused", tc.name, len(got))
 			}
-			if !errors.Is(err, ErrBadBundle) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was imported") {
-				t.Errorf("ImportBundle(%s) = %q, want ErrBadBundle saying %q and nothing was imported", tc.name, err, tc.want)
+			if !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was imported") {
+				t.Errorf("Import(%s) = %q, want ErrBad saying %q and nothing was imported", tc.name, err, tc.want)
 			}
 			if after := treeOf(t, base, storeDir); strings.Join(after, "\n") != strings.Join(before, "\n") {
-				t.Errorf("ImportBundle(%s) changed files outside the store:\nbefore %v\nafter  %v", tc.name, before, after)
+				t.Errorf("Import(%s) changed files outside the store:\nbefore %v\nafter  %v", tc.name, before, after)
 			}
 			if after := treeOf(t, storeDir, ""); strings.Join(after, "\n") != strings.Join(storeBefore, "\n") {
-				t.Errorf("ImportBundle(%s) left files in the store:\nbefore %v\nafter  %v", tc.name, storeBefore, after)
+				t.Errorf("Import(%s) left files in the store:\nbefore %v\nafter  %v", tc.name, storeBefore, after)
 			}
 		})
 	}
 	// The untouched bundle still imports into the same store.
 	path := filepath.Join(base, "good.bundle")
-	if err := os.WriteFile(path, k.edit(func(_ *BundleManifest, es []bundleEntry) []bundleEntry { return es }), 0o644); err != nil {
+	if err := os.WriteFile(path, k.edit(func(_ *Manifest, es []bundleEntry) []bundleEntry { return es }), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	store, _ := OpenStore(storeDir)
-	if got, err := ImportBundle(path, store); err != nil || len(got) != 3 {
-		t.Fatalf("ImportBundle(re-written good bundle) = %d images, %v; want 3", len(got), err)
+	store, _ := images.OpenStore(storeDir)
+	if got, err := Import(path, store); err != nil || len(got) != 3 {
+		t.Fatalf("Import(re-written good bundle) = %d images, %v; want 3", len(got), err)
 	}
 }
 
@@ -410,20 +412,20 @@ func TestImportBundleRefusesNonRegularFiles(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	store, err := OpenStore(filepath.Join(dir, "store"))
+	store, err := images.OpenStore(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{fifo, dir, "/dev/zero"} {
 		done := make(chan error, 1)
-		go func() { _, err := ImportBundle(p, store); done <- err }()
+		go func() { _, err := Import(p, store); done <- err }()
 		select {
 		case err := <-done:
-			if !errors.Is(err, ErrBadBundle) || !strings.Contains(err.Error(), "is not a regular file") {
-				t.Errorf("ImportBundle(%s) = %v, want ErrBadBundle saying it is not a regular file", p, err)
+			if !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "is not a regular file") {
+				t.Errorf("Import(%s) = %v, want ErrBad saying it is not a regular file", p, err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("ImportBundle(%s) still running after 10s", p)
+			t.Fatalf("Import(%s) still running after 10s", p)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package images
+package bundle
 
 import (
 	"crypto/sha256"
