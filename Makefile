@@ -109,8 +109,8 @@ fuzz:
 	$(GOTEST) -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./daemon/rest/
 	$(GOTEST) -run '^$$' -fuzz FuzzDecodeToken -fuzztime $(FUZZTIME) ./daemon/cluster/
 	$(GOTEST) -run '^$$' -fuzz FuzzJoinRequest -fuzztime $(FUZZTIME) ./daemon/cluster/
-	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundle$$' -fuzztime $(FUZZTIME) ./bootstrap/images/
-	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundleEntry$$' -fuzztime $(FUZZTIME) ./bootstrap/images/
+	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundle$$' -fuzztime $(FUZZTIME) ./bootstrap/images/bundle/
+	$(GOTEST) -run '^$$' -fuzz '^FuzzImportBundleEntry$$' -fuzztime $(FUZZTIME) ./bootstrap/images/bundle/
 
 clean:
 	rm -rf bin $(DIST) test-output.txt bench-output.txt e2e-output.txt upgrade-e2e-output.txt cluster-e2e-output.txt

@@ -1,8 +1,9 @@
 // Package bootstrap owns how a host becomes (and after every reboot becomes again) an osd
 // node: the ordered, idempotent steps of `osd init` and the executor that runs them with
 // a journal, so that a crash at any point is followed by a run that picks up and converges.
-// The steps' host work lives in netsetup, hypervisor, bootstrap/preflight, bootstrap/images
-// and bootstrap/deploy; the daemon composes them into a plan.
+// The steps' host work lives in netsetup, hypervisor, bootstrap/preflight and
+// bootstrap/images; the daemon composes them, with the cloud's steps (daemon/deploy,
+// daemon/openstack), into a plan.
 package bootstrap
 
 import (

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/daemon/deploy"
 	corev1 "k8s.io/api/core/v1"
 )
 

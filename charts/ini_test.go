@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
-	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"github.com/osdcloud/osd/daemon/deploy"
+	"github.com/osdcloud/osd/daemon/deploy/helmclient"
 )
 
 // renderOutput renders chart from FS with spec and returns the manifests and Helm's error.

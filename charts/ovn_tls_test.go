@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/netsetup/ovnpki"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
-	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"github.com/osdcloud/osd/daemon/deploy"
+	"github.com/osdcloud/osd/daemon/deploy/helmclient"
 )
 
 // mallocTrimEnd ends osd-lib.mallocTrim's code.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
-	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
+	"github.com/osdcloud/osd/daemon/deploy"
+	"github.com/osdcloud/osd/daemon/deploy/helmclient"
 	"sigs.k8s.io/yaml"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // chartsRootfsRecipe is one Debian rootfs with every package TestChartsInDebianRootfs

@@ -6,7 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // TestStatefulPinnedToTheirNode: the workloads that keep their data in a hostPath run only

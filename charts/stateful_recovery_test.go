@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // TestStatefulRecoveryInDebianRootfs damages MariaDB's and RabbitMQ's files and runs the

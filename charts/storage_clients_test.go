@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 	corev1 "k8s.io/api/core/v1"
 )
 

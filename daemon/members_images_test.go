@@ -14,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
@@ -36,7 +37,7 @@ func TestMemberFetchesImages(t *testing.T) {
 	}
 	data := make([]byte, 1<<20)
 	rand.New(rand.NewSource(3)).Read(data) // test data, not a secret
-	img, err := images.ImageFromFiles([]images.File{{Path: "data", Mode: 0o644, Data: data}}, images.ImageConfig{})
+	img, err := oci.ImageFromFiles([]oci.File{{Path: "data", Mode: 0o644, Data: data}}, oci.ImageConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

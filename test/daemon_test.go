@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
@@ -152,7 +153,7 @@ func TestDaemonLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		archive := filepath.Join(t.TempDir(), "busybox.tar")
-		if err := images.WriteArchiveFile(archive, map[string]v1.Image{ref: img}); err != nil {
+		if err := oci.WriteArchiveFile(archive, map[string]v1.Image{ref: img}); err != nil {
 			t.Fatal(err)
 		}
 		if out, err := n.osd("ctr", "-n", "k8s.io", "images", "import", archive); err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // requireE2E gates the end-to-end suite: it builds (or reuses from the cache dir) every

@@ -39,7 +39,7 @@ var importRules = []func(file string, test bool, imp string) string{
 		return ""
 	},
 	// bootstrap is below the daemon: it imports no daemon package but daemon/api (the wire
-	// types that bootstrap/deploy, bootstrap/preflight, bootstrap/cloud and bootstrap.go
+	// types that bootstrap/preflight and bootstrap.go
 	// use today; another change of issue 37 moves them, and then this exception goes). Its
 	// tests may run the step executor over the real store.
 	func(file string, test bool, imp string) string {
@@ -91,10 +91,10 @@ var importRules = []func(file string, test bool, imp string) string{
 		}
 		return ""
 	},
-	// Helm only behind bootstrap/deploy.
+	// Helm only behind daemon/deploy.
 	func(file string, test bool, imp string) string {
-		if strings.HasPrefix(imp, "helm.sh/helm") && !strings.HasPrefix(file, "bootstrap/deploy/") {
-			return "only bootstrap/deploy imports Helm"
+		if strings.HasPrefix(imp, "helm.sh/helm") && !strings.HasPrefix(file, "daemon/deploy/") {
+			return "only daemon/deploy imports Helm"
 		}
 		return ""
 	},
@@ -173,7 +173,7 @@ func TestImportRules(t *testing.T) {
 // TestImportRulesCatchBadImports feeds the rules deliberately bad imports: each is caught.
 func TestImportRulesCatchBadImports(t *testing.T) {
 	for _, c := range []struct{ file, imp string }{
-		{"cmd/osd/status.go", module + "/bootstrap/deploy"},
+		{"cmd/osd/status.go", module + "/daemon/deploy"},
 		{"cmd/osd/launch.go", module + "/daemon"},
 		{"cmd/osd/cluster.go", module + "/daemon/cluster"},
 		{"netsetup/nat.go", module + "/daemon/store"},
@@ -187,7 +187,7 @@ func TestImportRulesCatchBadImports(t *testing.T) {
 		{"netsetup/host_test.go", module + "/daemon/fsutil"},
 		{"hypervisor/kvm.go", module + "/daemon/fsutil"},
 		{"charts/charts.go", module + "/daemon/fsutil"},
-		{"bootstrap/deploy/controller.go", module + "/daemon/store"},
+		{"bootstrap/bootstrap.go", module + "/daemon/deploy"},
 		{"bootstrap/bootstrap.go", module + "/daemon"},
 		{"bootstrap/preflight/decide.go", module + "/daemon/client"},
 		{"cmd/osd/service.go", module + "/daemon/store"},
@@ -199,11 +199,11 @@ func TestImportRulesCatchBadImports(t *testing.T) {
 	}
 	for _, c := range []struct{ file, imp string }{
 		{"cmd/osd/status.go", module + "/daemon/api"},
-		{"cmd/osd/status_test.go", module + "/bootstrap/deploy"},
+		{"cmd/osd/status_test.go", module + "/daemon/deploy"},
 		{"cmd/osd/daemon.go", module + "/daemon"},
 		{"daemon/k3s/server.go", "github.com/k3s-io/k3s/pkg/agent"},
-		{"bootstrap/deploy/helmclient/client.go", "helm.sh/helm/v3/pkg/action"},
-		{"bootstrap/deploy/types.go", module + "/daemon/api"},
+		{"daemon/deploy/helmclient/client.go", "helm.sh/helm/v3/pkg/action"},
+		{"daemon/deploy/types.go", module + "/daemon/api"},
 		{"bootstrap/bootstrap_test.go", module + "/daemon/store"},
 		{"bootstrap/images/archive.go", module + "/bootstrap/fsutil"},
 		{"daemon/store/schema.go", module + "/bootstrap/fsutil"},

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // The shared cloud: deployed once per test binary by the first test that asks for it

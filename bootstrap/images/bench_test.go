@@ -1,4 +1,4 @@
-package images
+package images_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/bundle"
 )
 
 // BenchmarkBuildMinimal measures the minimal real image (memcached on
@@ -13,11 +16,11 @@ import (
 // store, .deb cache and lists kept) and cached (unchanged recipe). Run with
 // -benchtime=1x; each cold iteration downloads ~40 MB from the mirror.
 func BenchmarkBuildMinimal(b *testing.B) {
-	requireBuildTools(b)
-	r := minimalRecipe(b)
+	images.RequireBuildTools(b)
+	r := images.MinimalRecipe(b)
 	ctx := context.Background()
-	build := func(b *testing.B, state string) Result {
-		res, err := (&Builder{StateDir: state}).Build(ctx, r)
+	build := func(b *testing.B, state string) images.Result {
+		res, err := (&images.Builder{StateDir: state}).Build(ctx, r)
 		if err != nil {
 			b.Fatalf("Build(%s) = %v", r.Name, err)
 		}
@@ -56,10 +59,10 @@ func BenchmarkBuildMinimal(b *testing.B) {
 		}
 	})
 	b.Run("bundle", func(b *testing.B) {
-		if _, err := (&Builder{StateDir: state}).Build(ctx, Recipe{Name: "pause", Ref: PauseRef, Kind: KindPause}); err != nil {
+		if _, err := (&images.Builder{StateDir: state}).Build(ctx, images.Recipe{Name: "pause", Ref: images.PauseRef, Kind: images.KindPause}); err != nil {
 			b.Fatal(err)
 		}
-		store, err := OpenStore(filepath.Join(state, "images"))
+		store, err := images.OpenStore(filepath.Join(state, "images"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,18 +71,18 @@ func BenchmarkBuildMinimal(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			path := filepath.Join(b.TempDir(), "bundle")
 			t0 := time.Now()
-			if _, err := ExportBundleFile(path, store); err != nil {
+			if _, err := bundle.ExportFile(path, store); err != nil {
 				b.Fatal(err)
 			}
 			exportT += time.Since(t0)
 			st, _ := os.Stat(path)
 			size = st.Size()
-			dst, err := OpenStore(filepath.Join(b.TempDir(), "fresh"))
+			dst, err := images.OpenStore(filepath.Join(b.TempDir(), "fresh"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			t1 := time.Now()
-			if _, err := ImportBundle(path, dst); err != nil {
+			if _, err := bundle.Import(path, dst); err != nil {
 				b.Fatal(err)
 			}
 			importT += time.Since(t1)
@@ -92,7 +95,7 @@ func BenchmarkBuildMinimal(b *testing.B) {
 
 func BenchmarkPauseImage(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		if _, err := PauseImage(); err != nil {
+		if _, err := images.PauseImage(); err != nil {
 			b.Fatal(err)
 		}
 	}

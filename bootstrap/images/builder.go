@@ -15,6 +15,9 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/asm"
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // packerVersion changes whenever the way images are packed changes, so that
@@ -235,7 +238,7 @@ func (b *Builder) chainKey(ctx context.Context, ch []Recipe, sess *session) (str
 		}
 		fmt.Fprintf(h, "packages\n%s\n", versionLines(vers))
 	case KindPause:
-		sum := sha256.Sum256(PauseBinary())
+		sum := sha256.Sum256(asm.PauseBinary())
 		fmt.Fprintf(h, "pause %x\n", sum)
 	case KindGo:
 		v, err := goVersion(ctx)
@@ -374,7 +377,7 @@ func (b *Builder) buildDebian(ctx context.Context, ch []Recipe, vers map[string]
 			return nil, err
 		}
 	}
-	img, err := ImageFromLayers(append(layers, layer), r.Config())
+	img, err := oci.ImageFromLayers(append(layers, layer), r.Config())
 	if err == nil && isBase(b.catalog(), r.Name) {
 		err = b.keepTree(r.Name, lb.tree(), layer, lb.started.Add(-time.Second))
 	}

@@ -14,6 +14,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
 )
 
 func requireBuildTools(t testing.TB) {
@@ -128,7 +130,7 @@ func TestBuildMinimalImage(t *testing.T) {
 	if mt, _ := layers[1].MediaType(); mt != types.DockerUncompressedLayer {
 		t.Errorf("layer media type %s, want %s (no compression on the local path)", mt, types.DockerUncompressedLayer)
 	}
-	top, _ := readLayerAll(t, layers[1])
+	top, _ := ocitest.ReadLayerAll(t, layers[1])
 	for name := range top {
 		if strings.HasPrefix(name, "usr/lib/x86_64-linux-gnu/libc.so") || name == "usr/bin/bash" {
 			t.Errorf("memcached's own layer holds %s, which base has", name)
@@ -192,33 +194,6 @@ func TestBuildMinimalImage(t *testing.T) {
 		t.Errorf("no .debs kept in the cache for reuse")
 	}
 
-	// Bundle round trip of the real image into a fresh state directory.
-	bundle := filepath.Join(t.TempDir(), "images.bundle")
-	t0 := time.Now()
-	if _, err := ExportBundleFile(bundle, store, r.Name); err != nil {
-		t.Fatalf("ExportBundleFile(%s) = %v", r.Name, err)
-	}
-	exportT := time.Since(t0)
-	fresh := &Builder{StateDir: t.TempDir()}
-	t1 := time.Now()
-	imported, err := fresh.Import(bundle)
-	if err != nil {
-		t.Fatalf("Import(bundle) = %v", err)
-	}
-	bst, _ := os.Stat(bundle)
-	t.Logf("bundle %.1f MB, export %s, import %s", float64(bst.Size())/1e6, exportT.Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
-	if len(imported) != 1 || imported[0].Digest != res.Digest || imported[0].RecipeHash != r.Hash() || imported[0].Size != res.Size {
-		t.Errorf("Import(bundle) = %+v, want %s with digest %s", imported, r.Name, res.Digest)
-	}
-	list, err := fresh.List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list {
-		if s.Name == r.Name && (!s.Stored || !s.Cached || s.Digest != res.Digest) {
-			t.Errorf("List() after import %s = %+v, want stored, cached, digest %s", r.Name, s, res.Digest)
-		}
-	}
 }
 
 // readMerged reads name from the top-most of layers that holds it.

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // BusyboxPath is where Debian's busybox-static package installs busybox.
@@ -34,7 +36,7 @@ func BusyboxImage() (v1.Image, string, error) {
 	for _, a := range busyboxApplets {
 		files = append(files, File{Path: "bin/" + a, Link: "busybox"})
 	}
-	img, err := ImageFromFiles(files, ImageConfig{
+	img, err := oci.ImageFromFiles(files, ImageConfig{
 		Cmd:    []string{"/bin/sh"},
 		Env:    []string{"PATH=/bin"},
 		Labels: map[string]string{"org.osdcloud.osd.image": "busybox"},

@@ -3,9 +3,10 @@ package images
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // Status is one catalog image as `osd images list` shows it.
@@ -104,23 +105,5 @@ func (b *Builder) WriteContainerdArchive(path string, names ...string) error {
 	if err != nil {
 		return err
 	}
-	return WriteOCIArchiveFile(path, refs)
-}
-
-// Export writes the named stored images (all if empty) as a bundle to w.
-func (b *Builder) Export(w io.Writer, names ...string) ([]Stored, error) {
-	store, err := b.Store()
-	if err != nil {
-		return nil, err
-	}
-	return ExportBundle(w, store, names...)
-}
-
-// Import verifies and imports the bundle at path into the store.
-func (b *Builder) Import(path string) ([]Stored, error) {
-	store, err := b.Store()
-	if err != nil {
-		return nil, err
-	}
-	return ImportBundle(path, store)
+	return oci.WriteOCIArchiveFile(path, refs)
 }

@@ -3,6 +3,8 @@ package images
 import (
 	"fmt"
 	"path"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // chain returns the recipes r is layered on and r itself, lowest first, looked up in
@@ -45,10 +47,10 @@ func isBase(catalog []Recipe, name string) bool {
 	return false
 }
 
-// chainExcludes is what no layer of the chain packs: RootfsExcludes and every
+// chainExcludes is what no layer of the chain packs: oci.RootfsExcludes and every
 // recipe's own Exclude (a path a lower layer leaves out stays out above it).
 func chainExcludes(ch []Recipe) []string {
-	out := append([]string(nil), RootfsExcludes...)
+	out := append([]string(nil), oci.RootfsExcludes...)
 	for _, r := range ch {
 		out = append(out, r.Exclude...)
 	}

@@ -1,13 +1,17 @@
 // Package images owns every container image osd runs: the image recipes
 // (Debian packages, fixed service users, debconf answers, files,
-// entrypoint), the mmdebstrap driver that builds a root filesystem from the
-// host's Debian mirror, the in-process OCI packing (go-containerregistry, no
-// Docker engine), the build cache keyed by recipe and resolved package
-// versions, the archives the embedded k3s imports at start, and the airgap
-// bundle that moves images between hosts.
+// entrypoint) and their catalog, the mmdebstrap driver that builds a root
+// filesystem from the host's Debian mirror, the build (its schedule, the
+// layers built on kept trees, the .deb cache), and the image store keyed by
+// recipe and resolved package versions, which members fetch from and the
+// embedded k3s imports from at start.
 //
-// It also generates the pause image k3s needs from a hand-assembled static
-// x86-64 executable (see PauseBinary), so no toolchain or registry is needed.
+// What it builds on lives in its subpackages: oci packs layers and writes the
+// archives containerd imports (in process, no Docker engine); asm holds the
+// hand-assembled static executables (the pause image's, so no toolchain or
+// registry is needed for it); bundle moves images between hosts as an airgap
+// bundle; ctrimport loads images into a running containerd; guest builds the
+// guest test image.
 //
 // Wiring, in short:
 //
@@ -15,19 +19,13 @@
 //	b.BuildAll(ctx)                          // osd images build [NAME...]
 //	b.List()                                 // osd images list
 //	store, _ := b.Store()
-//	file, err := images.CheckExportPath(file, force, store.Dir()) // before any work
-//	images.WriteBundleFile(file, force, store) // osd images export [--force] FILE
-//	b.Import(file)                           // osd images import FILE
+//	file, err := bundle.CheckExportPath(file, force, store.Dir()) // before any work
+//	bundle.WriteFile(file, force, store)     // osd images export [--force] FILE
+//	bundle.Import(file, store)               // osd images import FILE
 //	b.WriteContainerdArchive(k3sDataDir+"/agent/images/osd.tar") // before k3s starts
-//
-// A bundle is untrusted input: import accepts only the entries export writes,
-// checks every name and digest before it reaches a path, and stages blobs in
-// one directory opened as an os.Root (bundle_check.go, bundle_import.go).
 //
 // The pause image alone (needed before anything is built):
 //
 //	pause, _ := images.PauseImage()
-//	images.WriteArchiveFile(path, map[string]v1.Image{images.PauseRef: pause})
-//
-// Package ctrimport loads images into a running containerd instead.
+//	oci.WriteArchiveFile(path, map[string]v1.Image{images.PauseRef: pause})
 package images

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // storeSource serves the blobs of a real store the way the cluster's API does (ServedBlob,
@@ -62,7 +64,7 @@ func servingStore(t *testing.T) (*Store, Stored) {
 	}
 	data := make([]byte, 2<<20)
 	rand.New(rand.NewSource(7)).Read(data) // test data, not a secret
-	img, err := ImageFromFiles([]File{{Path: "data", Mode: 0o644, Data: data}}, ImageConfig{})
+	img, err := oci.ImageFromFiles([]File{{Path: "data", Mode: 0o644, Data: data}}, ImageConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 )
 
 // TestBuildCatalogImages builds the real catalog images and checks what each
-// contains, then moves them all through an airgap bundle. By default it builds
-// in osd's image cache (OSD_CACHE_DIR, default /var/cache/osd, as the daemon and
-// the chart tests do): on a fresh machine that builds every image (openstack
+// contains (TestBundleCatalogImages moves them all through an airgap bundle). By
+// default it builds in osd's image cache (OSD_CACHE_DIR, default /var/cache/osd, as
+// the daemon and the chart tests do): on a fresh machine that builds every image (openstack
 // alone: ~760 packages, 1.7 GB rootfs; about 15 minutes in all), and later runs
 // find them cached (same recipe and package versions) and only check them.
 // OSD_TEST_FULL_IMAGES=1 builds cold in a temporary state directory instead;
@@ -29,32 +29,7 @@ func TestBuildCatalogImages(t *testing.T) {
 		t.Skip("builds (or checks the cached) catalog images for minutes; skipped in -short")
 	}
 	requireBuildTools(t)
-	state := os.Getenv("OSD_CACHE_DIR")
-	if state == "" {
-		state = "/var/cache/osd"
-	}
-	if os.Getenv("OSD_TEST_FULL_IMAGES") == "1" {
-		state = buildState(t)
-	}
-	var names []string
-	if v := os.Getenv("OSD_TEST_IMAGES"); v != "" {
-		names = strings.Split(v, ",")
-	}
-	// OSD_TEST_RELEASE=epoxy builds another release's catalog (give it its own
-	// OSD_CACHE_DIR: the store holds one image per name).
-	rel := DefaultRelease()
-	if v := os.Getenv("OSD_TEST_RELEASE"); v != "" {
-		var err error
-		if rel, err = ReleaseNamed(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	catalog := RecipesFor(rel)
-	recipes, err := SelectIn(catalog, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("release %s", rel.Title())
+	state, catalog, recipes := catalogState(t)
 	b := &Builder{StateDir: state, Catalog: catalog, Progress: func(e Event) {
 		if e.Step != "mmdebstrap" || strings.HasPrefix(e.Message, "I:") || e.Packages%50 == 0 {
 			t.Logf("%s %s %d/%d %.0fMB %s", e.Image, e.Step, e.Packages, e.Total, e.MB, e.Message)
@@ -130,36 +105,40 @@ func TestBuildCatalogImages(t *testing.T) {
 			}
 		})
 	}
-	if t.Failed() {
-		return
+}
+
+// catalogState is where TestBuildCatalogImages (and TestBundleCatalogImages) build and
+// what: osd's image cache (OSD_CACHE_DIR, default /var/cache/osd) or, with
+// OSD_TEST_FULL_IMAGES=1, the tests' temporary state; every catalog image or those of
+// OSD_TEST_IMAGES.
+func catalogState(t testing.TB) (string, []Recipe, []Recipe) {
+	state := os.Getenv("OSD_CACHE_DIR")
+	if state == "" {
+		state = "/var/cache/osd"
 	}
-	// Airgap bundle of everything built, imported into a fresh state dir.
-	store, _ := b.Store()
-	stored, _ := store.List()
-	path := filepath.Join(t.TempDir(), "osd-images.bundle")
-	t0 := time.Now()
-	if _, err := ExportBundleFile(path, store); err != nil {
-		t.Fatalf("ExportBundleFile() = %v", err)
+	if os.Getenv("OSD_TEST_FULL_IMAGES") == "1" {
+		state = buildState(t)
 	}
-	exportT := time.Since(t0)
-	fresh := &Builder{StateDir: t.TempDir()}
-	t1 := time.Now()
-	if _, err := fresh.Import(path); err != nil {
-		t.Fatalf("Import() = %v", err)
+	var names []string
+	if v := os.Getenv("OSD_TEST_IMAGES"); v != "" {
+		names = strings.Split(v, ",")
 	}
-	importT := time.Since(t1)
-	st, _ := os.Stat(path)
-	t.Logf("bundle of %d images: %.1f MB, export %s, import (verify+commit) %s", len(stored), float64(st.Size())/1e6, exportT.Round(time.Millisecond), importT.Round(time.Millisecond))
-	fs, _ := fresh.Store()
-	got, _ := fs.List()
-	if len(got) != len(stored) {
-		t.Fatalf("imported %d images, want %d", len(got), len(stored))
-	}
-	for i := range stored {
-		if got[i] != stored[i] {
-			t.Errorf("imported %+v, want %+v", got[i], stored[i])
+	// OSD_TEST_RELEASE=epoxy builds another release's catalog (give it its own
+	// OSD_CACHE_DIR: the store holds one image per name).
+	rel := DefaultRelease()
+	if v := os.Getenv("OSD_TEST_RELEASE"); v != "" {
+		var err error
+		if rel, err = ReleaseNamed(v); err != nil {
+			t.Fatal(err)
 		}
 	}
+	catalog := RecipesFor(rel)
+	recipes, err := SelectIn(catalog, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("release %s", rel.Title())
+	return state, catalog, recipes
 }
 
 // flatLayers maps every path of the image, as a container sees it, to its

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // goTool finds the go command: GOROOT/bin/go of this binary's toolchain
@@ -75,7 +77,7 @@ func (b *Builder) buildGo(ctx context.Context, r Recipe, clock *stepClock) (v1.I
 	}
 	clock.done("go-build")
 	files := append([]File{{Path: r.Go.Binary, Mode: 0o755, Data: bin, Xattrs: r.Go.Xattrs}}, r.Files...)
-	img, err := ImageFromFiles(files, r.Config())
+	img, err := oci.ImageFromFiles(files, r.Config())
 	clock.done("pack")
 	return img, err
 }

@@ -11,6 +11,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // layerBuild makes the top layer of one Debian image in work: a root image's whole
@@ -207,7 +209,7 @@ func (lb *layerBuild) customize() error {
 func (lb *layerBuild) pack() (v1.Layer, error) {
 	r := lb.recipe()
 	lb.b.emit(Event{Image: r.Name, Step: "pack", Message: "packing " + map[bool]string{true: "the layer", false: "the root filesystem"}[lb.layered]})
-	return LayerFromDir(lb.tree(), DirOptions{
+	return oci.LayerFromDir(lb.tree(), oci.DirOptions{
 		Exclude:          chainExcludes(lb.ch),
 		KeepMtimesBefore: lb.started.Add(-time.Second),
 		LayerFile:        lb.layerFile,

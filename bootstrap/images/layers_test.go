@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // layeredCatalog is the catalog's structure in small: a root, a shared middle layer
@@ -130,8 +132,8 @@ func checkUnpacked(t *testing.T, store *Store) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := UnpackImage(img, dir); err != nil {
-		t.Fatalf("UnpackImage(svc) = %v", err)
+	if err := oci.UnpackImage(img, dir); err != nil {
+		t.Fatalf("oci.UnpackImage(svc) = %v", err)
 	}
 	for _, p := range []string{"etc/services", "usr/bin/memcached", "usr/lib/x86_64-linux-gnu/libevent-2.1.so.7", "bin/sh"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // MmdebstrapArgs returns the mmdebstrap command line for a recipe (pure).
@@ -118,7 +120,7 @@ func (b *Builder) runLogged(image string, total int, cmd *exec.Cmd) error {
 
 // writeFiles adds recipe files to a root filesystem.
 func writeFiles(root string, files []File) error {
-	entries, err := normalizeFiles(files)
+	entries, err := oci.NormalizeFiles(files)
 	if err != nil {
 		return err
 	}

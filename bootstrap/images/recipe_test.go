@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 func TestCatalog(t *testing.T) {
@@ -22,7 +24,7 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("Recipes() ref %s used twice", r.Ref)
 		}
 		refs[r.Ref] = true
-		if _, err := fullRef(r.Ref); err != nil {
+		if _, err := oci.FullRef(r.Ref); err != nil {
 			t.Errorf("Recipes() %s ref %q: %v", r.Name, r.Ref, err)
 		}
 	}
@@ -261,11 +263,11 @@ func TestFullRef(t *testing.T) {
 		"registry.local:5000/a/b:c":            "registry.local:5000/a/b:c",
 	}
 	for in, want := range tests {
-		if got, err := fullRef(in); err != nil || got != want {
-			t.Errorf("fullRef(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := oci.FullRef(in); err != nil || got != want {
+			t.Errorf("oci.FullRef(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := fullRef("UPPER/case"); err == nil {
-		t.Errorf("fullRef(UPPER/case) = nil error, want an error")
+	if _, err := oci.FullRef("UPPER/case"); err == nil {
+		t.Errorf("oci.FullRef(UPPER/case) = nil error, want an error")
 	}
 }

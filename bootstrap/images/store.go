@@ -14,11 +14,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // Index annotations of the image store.
 const (
-	annotationRefName  = "org.opencontainers.image.ref.name"
+	annotationRefName  = oci.AnnotationRefName
 	annotationImage    = LabelImage
 	annotationRecipe   = LabelRecipe
 	annotationCacheKey = "org.osdcloud.osd.cachekey"
@@ -32,6 +34,17 @@ type Stored struct {
 	Size       int64  `json:"size"`   // manifest + config + compressed layers, bytes
 	RecipeHash string `json:"recipeHash"`
 	CacheKey   string `json:"cacheKey"`
+}
+
+// Annotations are the index annotations the store keeps st under: name, reference,
+// recipe hash and cache key (a bundle carries them, so an import restores them).
+func (st Stored) Annotations() map[string]string {
+	return map[string]string{
+		annotationRefName:  st.Ref,
+		annotationImage:    st.Name,
+		annotationRecipe:   st.RecipeHash,
+		annotationCacheKey: st.CacheKey,
+	}
 }
 
 // Store is an OCI image layout (<dir>/oci) holding one image per name; the
@@ -202,12 +215,7 @@ func (s *Store) Put(img v1.Image, st Stored) (Stored, error) {
 	if err != nil {
 		return st, fmt.Errorf("store image %s: %w", st.Name, err)
 	}
-	desc.Annotations = map[string]string{
-		annotationRefName:  st.Ref,
-		annotationImage:    st.Name,
-		annotationRecipe:   st.RecipeHash,
-		annotationCacheKey: st.CacheKey,
-	}
+	desc.Annotations = st.Annotations()
 	if err := s.setEntries(*desc); err != nil {
 		return st, fmt.Errorf("store image %s: %w", st.Name, err)
 	}
@@ -314,14 +322,19 @@ func (s *Store) adoptLayerFiles(img v1.Image) error {
 		return err
 	}
 	for _, l := range layers {
-		bl, ok := l.(*blobLayer)
-		if !ok || bl.path == "" || bl.path == s.blobFile(bl.digest) {
+		bl, ok := l.(*oci.BlobLayer)
+		if !ok {
 			continue
 		}
-		if err := s.adoptBlob(bl.path, bl.digest, bl.size); err != nil {
+		d, _ := bl.Digest()
+		size, _ := bl.Size()
+		if bl.File() == "" || bl.File() == s.blobFile(d) {
+			continue
+		}
+		if err := s.adoptBlob(bl.File(), d, size); err != nil {
 			return fmt.Errorf("move layer into the store: %w", err)
 		}
-		bl.path = s.blobFile(bl.digest)
+		bl.MovedTo(s.blobFile(d))
 	}
 	return nil
 }

@@ -163,30 +163,6 @@ func TestFetchReplacesDamagedBlob(t *testing.T) {
 	}
 }
 
-// TestImportReplacesDamagedBlob: importing a bundle over a store that holds one of its
-// blobs damaged leaves the bundle's (verified) copy, not the damaged one.
-func TestImportReplacesDamagedBlob(t *testing.T) {
-	src := smallStore(t)
-	bundle := filepath.Join(t.TempDir(), "osd-images.bundle")
-	if _, err := ExportBundleFile(bundle, src); err != nil {
-		t.Fatal(err)
-	}
-	img, _, _ := src.Get("a")
-	m, _ := img.Manifest()
-	layer := src.blobFile(m.Layers[0].Digest)
-	flipByte(t, layer)
-	fresh, _ := OpenStore(src.Dir())
-	if _, err := ImportBundle(bundle, fresh); err != nil {
-		t.Fatal(err)
-	}
-	if !fileDigestOK(layer) {
-		t.Errorf("after the import, layer %s is still damaged", filepath.Base(layer))
-	}
-	if _, _, err := fresh.Get("a"); err != nil {
-		t.Errorf("Get(a) after the import = %v", err)
-	}
-}
-
 // TestServedBlobRefusesDamage: a node does not serve a damaged blob to members.
 func TestServedBlobRefusesDamage(t *testing.T) {
 	src, _ := servingStore(t)

@@ -11,6 +11,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // The images others are layered on keep the tree of their own layer under
@@ -63,7 +65,7 @@ func (b *Builder) ensureTree(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = ExtractLayer(rc, fresh, OverlayWhiteouts)
+	err = oci.ExtractLayer(rc, fresh, oci.OverlayWhiteouts)
 	rc.Close()
 	if err != nil {
 		return "", fmt.Errorf("unpack the layer of %s: %w", name, err)
@@ -100,7 +102,7 @@ func (b *Builder) keepTree(name, dir string, layer v1.Layer, before time.Time) e
 }
 
 // layerTimes sets the modification time of every entry under dir (not dir itself, not
-// following symbolic links) to what LayerFromDir packs for it with KeepMtimesBefore
+// following symbolic links) to what oci.LayerFromDir packs for it with KeepMtimesBefore
 // before: whole seconds when older than before, else the epoch.
 func layerTimes(dir string, before time.Time) error {
 	return filepath.WalkDir(dir, func(full string, _ fs.DirEntry, err error) error {
@@ -111,7 +113,7 @@ func layerTimes(dir string, before time.Time) error {
 		if err := unix.Lstat(full, &st); err != nil {
 			return err
 		}
-		mt := timeEpoch
+		mt := oci.Epoch
 		if t := time.Unix(st.Mtim.Sec, st.Mtim.Nsec); t.Before(before) {
 			mt = time.Unix(st.Mtim.Sec, 0)
 		}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/osdcloud/osd/bootstrap/images/oci"
+	"github.com/osdcloud/osd/bootstrap/images/oci/ocitest"
 )
 
 // TestLayerTimes: after layerTimes, every entry of a tree carries the time stamp its
@@ -18,7 +21,7 @@ import (
 // files kept them).
 func TestLayerTimes(t *testing.T) {
 	dir := t.TempDir()
-	mkTree(t, dir, map[string]string{"usr/": "", "usr/old": "o", "var/lib/new": "n"})
+	ocitest.MkTree(t, dir, map[string]string{"usr/": "", "usr/old": "o", "var/lib/new": "n"})
 	if err := os.Symlink("old", filepath.Join(dir, "usr/link")); err != nil {
 		t.Fatal(err)
 	}
@@ -29,15 +32,15 @@ func TestLayerTimes(t *testing.T) {
 		}
 	}
 	before := time.Now().Add(-time.Hour) // usr and usr/old are older; the rest was "built"
-	opts := DirOptions{KeepMtimesBefore: before}
-	packed, err := LayerFromDir(dir, opts)
+	opts := oci.DirOptions{KeepMtimesBefore: before}
+	packed, err := oci.LayerFromDir(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := layerTimes(dir, before); err != nil {
 		t.Fatalf("layerTimes() = %v", err)
 	}
-	again, err := LayerFromDir(dir, opts)
+	again, err := oci.LayerFromDir(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/netsetup"
 )

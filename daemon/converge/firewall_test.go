@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"

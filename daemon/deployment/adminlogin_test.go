@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
+	"github.com/osdcloud/osd/daemon/openstack"
 )
 
 // TestAdminLogin: the client the openstack step logged in with is reused (by the day-one
@@ -42,9 +42,9 @@ func TestAdminLogin(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	creds := cloud.Credentials{AuthURL: srv.URL + "/v3", Username: "admin", Password: "pw", ProjectName: "admin",
+	creds := openstack.Credentials{AuthURL: srv.URL + "/v3", Username: "admin", Password: "pw", ProjectName: "admin",
 		UserDomainName: "Default", ProjectDomainName: "Default"}
-	c, err := cloud.Authenticate(ctx, creds)
+	c, err := openstack.Authenticate(ctx, creds)
 	if err != nil {
 		t.Fatal(err)
 	}

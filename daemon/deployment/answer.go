@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/deploy"
+	"github.com/osdcloud/osd/daemon/openstack"
 )
 
 // probeTimeout bounds one public endpoint probe; probeCache how long its answer is reused.
@@ -106,8 +106,8 @@ func (s *Service) untilAnswering(ctx context.Context, services []string, detail 
 				if c := s.loggedIn.get(creds); c != nil && c.Check(ctx) == nil {
 					return nil
 				}
-				var c *cloud.Client
-				if c, err = cloud.Authenticate(ctx, creds); err == nil {
+				var c *openstack.Client
+				if c, err = openstack.Authenticate(ctx, creds); err == nil {
 					s.loggedIn.put(c)
 					return nil
 				}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // The endpoint probe names itself, so that a service started on demand (heat-server's

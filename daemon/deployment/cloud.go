@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/openstack"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -14,8 +14,8 @@ import (
 const CloudName = "osd"
 
 // AdminCredentials reads the admin credentials the openstack step wrote (clouds.yaml).
-func (s *Service) AdminCredentials() (cloud.Credentials, error) {
-	creds, err := cloud.LoadCloudsYAML(s.st.Cfg.CloudsPath(), CloudName)
+func (s *Service) AdminCredentials() (openstack.Credentials, error) {
+	creds, err := openstack.LoadCloudsYAML(s.st.Cfg.CloudsPath(), CloudName)
 	if os.IsNotExist(err) {
 		return creds, fmt.Errorf("no admin credentials yet (%s): the openstack step of osd init writes them", s.st.Cfg.CloudsPath())
 	}
@@ -23,7 +23,7 @@ func (s *Service) AdminCredentials() (cloud.Credentials, error) {
 }
 
 // CloudClient logs in as admin, or says clearly why osd init has not got that far.
-func (s *Service) CloudClient(ctx context.Context) (*cloud.Client, error) {
+func (s *Service) CloudClient(ctx context.Context) (*openstack.Client, error) {
 	creds, err := s.AdminCredentials()
 	if err != nil {
 		if s.InitState != nil {
@@ -37,7 +37,7 @@ func (s *Service) CloudClient(ctx context.Context) (*cloud.Client, error) {
 		}
 		return nil, rest.Errorf(rest.ErrNotReady, "osd init has not finished on this host (%v): run osd init", err)
 	}
-	c, err := cloud.Authenticate(ctx, creds)
+	c, err := openstack.Authenticate(ctx, creds)
 	if err != nil {
 		return nil, rest.Errorf(rest.ErrNotReady, "log in to Keystone: %v", err)
 	}
@@ -54,7 +54,7 @@ func (s *Service) ensureDayOne(ctx context.Context, detail func(string)) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	cfg := cloud.DayOneConfig{Credentials: creds, Client: s.loggedIn.get(creds), CacheDir: s.st.Cfg.CacheDir, KeyFile: cloud.KeyFile(s.st.Cfg.StateDir), Progress: detail}
+	cfg := openstack.DayOneConfig{Credentials: creds, Client: s.loggedIn.get(creds), CacheDir: s.st.Cfg.CacheDir, KeyFile: openstack.KeyFile(s.st.Cfg.StateDir), Progress: detail}
 	if h, err := s.st.Host(ctx); err != nil {
 		return false, "", err
 	} else if h.External != nil {
@@ -65,5 +65,5 @@ func (s *Service) ensureDayOne(ctx context.Context, detail func(string)) (bool, 
 			cfg.ExternalCIDR, cfg.ExternalGateway = ext.CIDR, ext.GatewayIP
 		}
 	}
-	return cloud.EnsureDayOne(ctx, cfg)
+	return openstack.EnsureDayOne(ctx, cfg)
 }

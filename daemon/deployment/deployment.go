@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap"
-	"github.com/osdcloud/osd/bootstrap/cloud"
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/bootstrap/fsutil"
 	"github.com/osdcloud/osd/charts"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/node"
+	"github.com/osdcloud/osd/daemon/openstack"
 	"github.com/osdcloud/osd/daemon/state"
 )
 
@@ -58,7 +58,7 @@ type Service struct {
 // adminLogin holds the admin's logged-in client.
 type adminLogin struct {
 	mu sync.Mutex
-	c  *cloud.Client
+	c  *openstack.Client
 	at time.Time
 }
 
@@ -66,14 +66,14 @@ type adminLogin struct {
 // client logs in again if Keystone refuses it).
 const loginAge = 30 * time.Minute
 
-func (h *adminLogin) put(c *cloud.Client) {
+func (h *adminLogin) put(c *openstack.Client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.c, h.at = c, time.Now()
 }
 
 // get returns the client put less than loginAge ago for creds, else nil.
-func (h *adminLogin) get(creds cloud.Credentials) *cloud.Client {
+func (h *adminLogin) get(creds openstack.Credentials) *openstack.Client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.c == nil || time.Since(h.at) > loginAge || !h.c.For(creds) {

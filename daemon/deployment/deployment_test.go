@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/charts"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // TestWireStatus: the API's deployment status has the controller's status's shape, field

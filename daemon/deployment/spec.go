@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	bimages "github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/storage"

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
-	"github.com/osdcloud/osd/bootstrap/deploy/helmclient"
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/charts"
+	"github.com/osdcloud/osd/daemon/deploy"
+	"github.com/osdcloud/osd/daemon/deploy/helmclient"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/storage"
 	"github.com/osdcloud/osd/daemon/store"

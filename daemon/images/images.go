@@ -20,6 +20,7 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap"
 	bimages "github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/bundle"
 	"github.com/osdcloud/osd/bootstrap/images/ctrimport"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
@@ -164,12 +165,12 @@ func (s *Service) postImagesExport(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	path, err := bimages.CheckExportPath(req.Path, req.Force, st.Dir())
+	path, err := bundle.CheckExportPath(req.Path, req.Force, st.Dir())
 	if err != nil {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
 	}
-	stored, err := bimages.WriteBundleFile(path, req.Force, st, req.Names...)
-	if errors.Is(err, bimages.ErrBadDestination) || errors.Is(err, bimages.ErrNotStored) {
+	stored, err := bundle.WriteFile(path, req.Force, st, req.Names...)
+	if errors.Is(err, bundle.ErrBadDestination) || errors.Is(err, bimages.ErrNotStored) {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
 	}
 	if err != nil {
@@ -189,7 +190,11 @@ func (s *Service) postImagesImport(r *http.Request) rest.Response {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "an image build or import is already running: wait for it"))
 	}
 	defer s.busy.Unlock()
-	stored, err := s.Builder().Import(req.Path)
+	st, err := s.Builder().Store()
+	if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
+	}
+	stored, err := bundle.Import(req.Path, st)
 	if err != nil {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
 	}

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/openstack"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 )
@@ -18,11 +18,11 @@ import (
 type Service struct {
 	st *state.State
 	// Cloud logs in as admin (deployment.Service.CloudClient).
-	Cloud func(ctx context.Context) (*cloud.Client, error)
+	Cloud func(ctx context.Context) (*openstack.Client, error)
 }
 
 // New returns the instances resource of st, logging in with login.
-func New(st *state.State, login func(ctx context.Context) (*cloud.Client, error)) *Service {
+func New(st *state.State, login func(ctx context.Context) (*openstack.Client, error)) *Service {
 	return &Service{st: st, Cloud: login}
 }
 
@@ -32,7 +32,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 }
 
 // client logs in and checks that the cloud can launch servers.
-func (s *Service) client(ctx context.Context) (*cloud.Client, error) {
+func (s *Service) client(ctx context.Context) (*openstack.Client, error) {
 	c, err := s.Cloud(ctx)
 	if err != nil {
 		return nil, err
@@ -55,18 +55,18 @@ func (s *Service) postInstances(r *http.Request) rest.Response {
 	if err := rest.DecodeJSON(r, &wire, 16<<10); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	req := cloud.LaunchDefaults(wire)
-	if err := cloud.ValidateLaunch(req); err != nil {
+	req := openstack.LaunchDefaults(wire)
+	if err := openstack.ValidateLaunch(req); err != nil {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
 	}
 	c, err := s.client(r.Context())
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	l := cloud.Launcher{Client: c, Probe: cloud.HostNetwork{},
-		KeyFile: cloud.KeyFile(s.st.Cfg.StateDir), KnownHosts: cloud.KnownHostsFile(s.st.Cfg.StateDir)}
+	l := openstack.Launcher{Client: c, Probe: openstack.HostNetwork{},
+		KeyFile: openstack.KeyFile(s.st.Cfg.StateDir), KnownHosts: openstack.KnownHostsFile(s.st.Cfg.StateDir)}
 	target, err := l.Resolve(r.Context(), req)
-	if errors.Is(err, cloud.ErrBadLaunch) {
+	if errors.Is(err, openstack.ErrBadLaunch) {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "%v", err))
 	} else if err != nil {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "%v", err))
@@ -95,7 +95,7 @@ func (s *Service) getInstances(r *http.Request) rest.Response {
 }
 
 // instance is one server as the API lists it (pure).
-func instance(s cloud.Server) api.Instance {
+func instance(s openstack.Server) api.Instance {
 	in := api.Instance{Name: s.Name, ID: s.ID, Status: s.Status}
 	if s.Fault != nil {
 		in.Fault = s.Fault.Message

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/ovnchassis"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/netsetup/ovnpki"

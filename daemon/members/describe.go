@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/netsetup/ovnsb"

@@ -20,11 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/node"
+	"github.com/osdcloud/osd/daemon/openstack"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
@@ -42,7 +42,7 @@ type VMCounter func(ctx context.Context, node string) (int, error)
 type Service struct {
 	st *state.State
 	// Cloud logs in to the cloud as admin (deployment.Service.CloudClient).
-	Cloud func(ctx context.Context) (*cloud.Client, error)
+	Cloud func(ctx context.Context) (*openstack.Client, error)
 	// Address is this daemon's HTTPS API address ("" when it does not listen).
 	Address func() string
 	// CountVMs, when set, replaces how the VMs on a node are counted (tests).
@@ -60,7 +60,7 @@ type ImageView interface {
 }
 
 // New returns the membership side of st.
-func New(st *state.State, login func(ctx context.Context) (*cloud.Client, error), address func() string) *Service {
+func New(st *state.State, login func(ctx context.Context) (*openstack.Client, error), address func() string) *Service {
 	return &Service{st: st, Cloud: login, Address: address}
 }
 
@@ -143,7 +143,7 @@ func (s *Service) defaultVMCounter(cs kubernetes.Interface) VMCounter {
 // ServersOnHost counts the servers Nova placed on compute host (pure): every server whose
 // host is that node, whatever its state but deleted (the node's k3s node name is the
 // nova-compute host name).
-func ServersOnHost(servers []cloud.Server, host string) int {
+func ServersOnHost(servers []openstack.Server, host string) int {
 	n := 0
 	for _, s := range servers {
 		if s.Host == host && s.Status != "DELETED" && s.Status != "SOFT_DELETED" {

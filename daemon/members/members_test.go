@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
+	"github.com/osdcloud/osd/daemon/openstack"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -41,7 +41,7 @@ func TestDrainTargets(t *testing.T) {
 }
 
 func TestServersOnHost(t *testing.T) {
-	servers := []cloud.Server{
+	servers := []openstack.Server{
 		{Name: "a", Host: "node2", Status: "ACTIVE"},
 		{Name: "b", Host: "node2", Status: "SHUTOFF"},
 		{Name: "c", Host: "node2", Status: "DELETED"},

@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/osdcloud/osd/bootstrap/cloud"
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/node"
+	"github.com/osdcloud/osd/daemon/openstack"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -126,7 +126,7 @@ func (s *Service) disableCompute(ctx context.Context, name, reason string, force
 			slog.Info("disabled nova-compute", "node", name, "reason", reason)
 		}
 	}
-	if errors.Is(err, cloud.ErrHostNotMapped) {
+	if errors.Is(err, openstack.ErrHostNotMapped) {
 		if reason == removeReason {
 			// Not mapped yet: the scheduler cannot place a server there either, and
 			// forgetting the host deletes its service all the same.

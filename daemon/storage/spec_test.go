@@ -3,7 +3,7 @@ package storage
 import (
 	"testing"
 
-	"github.com/osdcloud/osd/bootstrap/deploy"
+	"github.com/osdcloud/osd/daemon/deploy"
 )
 
 // TestApply: the deployment enables Ceph and Cinder for the backend, pins Ceph to the node

@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // BenchmarkImport measures Import (OCI archive stream + unpack into
@@ -15,13 +15,13 @@ import (
 func BenchmarkImport(b *testing.B) {
 	sock := startContainerdB(b)
 	rng := rand.New(rand.NewSource(1)) // test data, not a secret
-	var files []images.File
+	var files []oci.File
 	for i := 0; i < 200; i++ {
 		data := make([]byte, 1<<20)
 		rng.Read(data)
-		files = append(files, images.File{Path: fmt.Sprintf("data/%03d", i), Mode: 0o644, Data: data})
+		files = append(files, oci.File{Path: fmt.Sprintf("data/%03d", i), Mode: 0o644, Data: data})
 	}
-	img, err := images.ImageFromFiles(files, images.ImageConfig{})
+	img, err := oci.ImageFromFiles(files, oci.ImageConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}

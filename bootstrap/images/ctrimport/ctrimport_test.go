@@ -19,6 +19,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/oci"
 )
 
 // startContainerd runs the host's containerd (Debian package containerd)
@@ -126,12 +127,12 @@ func TestImport(t *testing.T) {
 
 	// A docker-save archive (what WriteArchiveFile drops for k3s) imports too;
 	// containerd then keeps the config digest (the image ID).
-	other, err := images.ImageFromFiles([]images.File{{Path: "hello", Mode: 0o644, Data: []byte("hi")}}, images.ImageConfig{Cmd: []string{"/hello"}})
+	other, err := oci.ImageFromFiles([]oci.File{{Path: "hello", Mode: 0o644, Data: []byte("hi")}}, oci.ImageConfig{Cmd: []string{"/hello"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	arch := filepath.Join(t.TempDir(), "images.tar")
-	if err := images.WriteArchiveFile(arch, map[string]v1.Image{"localhost/osd/hello:1": other}); err != nil {
+	if err := oci.WriteArchiveFile(arch, map[string]v1.Image{"localhost/osd/hello:1": other}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(arch)
@@ -180,18 +181,18 @@ func TestImportSharedLayersLinked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := images.ImageFromFiles([]images.File{{Path: "bin/base", Mode: 0o755, Data: []byte("base")}}, images.ImageConfig{})
+	base, err := oci.ImageFromFiles([]oci.File{{Path: "bin/base", Mode: 0o755, Data: []byte("base")}}, oci.ImageConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	baseLayers, _ := base.Layers()
 	top := func(name string) v1.Image {
-		l, err := images.ImageFromFiles([]images.File{{Path: "etc/" + name, Mode: 0o644, Data: []byte(name)}}, images.ImageConfig{})
+		l, err := oci.ImageFromFiles([]oci.File{{Path: "etc/" + name, Mode: 0o644, Data: []byte(name)}}, oci.ImageConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ls, _ := l.Layers()
-		img, err := images.ImageFromLayers(append(append([]v1.Layer(nil), baseLayers...), ls...), images.ImageConfig{Cmd: []string{"/bin/base"}})
+		img, err := oci.ImageFromLayers(append(append([]v1.Layer(nil), baseLayers...), ls...), oci.ImageConfig{Cmd: []string{"/bin/base"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func mustBytes(t *testing.T, l v1.Layer) []byte {
 // Imported; importing it again unpacks it, and then it is.
 func TestImportedWantsUnpacked(t *testing.T) {
 	sock := startContainerd(t)
-	img, err := images.ImageFromFiles([]images.File{{Path: "etc/osd-unpack", Mode: 0o644, Data: []byte("x")}}, images.ImageConfig{})
+	img, err := oci.ImageFromFiles([]oci.File{{Path: "etc/osd-unpack", Mode: 0o644, Data: []byte("x")}}, oci.ImageConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

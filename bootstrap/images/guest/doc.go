@@ -5,7 +5,7 @@
 // test suites such as Tempest's run in the guest: Debian's curl, mkfs.ext4 and blkid
 // (with their libraries), busybox's ip, ping, nc, wget, ifconfig, hostname and mount
 // (linked at their usual paths too) and a passwordless sudo for the login user
-// (images.AsRootBinary, set-user-ID root, run by that user's group only). The initramfs loads
+// (asm.AsRootBinary, set-user-ID root, run by that user's group only). The initramfs loads
 // the virtio network, CD-ROM and ACPI button modules (in modules.dep order),
 // brings eth0 up with udhcpc, prints a marker line with its address on the
 // console (see ParseConsole), reads meta_data.json from a config drive (label

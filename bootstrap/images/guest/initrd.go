@@ -7,7 +7,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/osdcloud/osd/bootstrap/images"
+	"github.com/osdcloud/osd/bootstrap/images/asm"
 )
 
 // Marker is how every console line of the guest's /init starts.
@@ -68,7 +68,7 @@ func initrdEntries(busybox []byte, files []File, modules []Module) []cpioEntry {
 	e = append(e,
 		cpioEntry{Name: "usr/bin/sudo", Mode: cpioReg | 0o755, Data: []byte(sudoScript)},
 		// Set-user-ID root, run only by root and the login user's group (sudoScript).
-		cpioEntry{Name: asRootPath, Mode: cpioReg | asRootMode, Gid: loginGID, Data: images.AsRootBinary()},
+		cpioEntry{Name: asRootPath, Mode: cpioReg | asRootMode, Gid: loginGID, Data: asm.AsRootBinary()},
 	)
 	for _, f := range files {
 		dir(f.Path)
@@ -91,7 +91,7 @@ func initrdEntries(busybox []byte, files []File, modules []Module) []cpioEntry {
 // busyboxMode is /bin/busybox's permissions: set-user-ID root (see initrdEntries).
 const busyboxMode = 0o4755
 
-// asRootPath is the program sudo becomes root with (images.AsRootBinary), asRootMode
+// asRootPath is the program sudo becomes root with (asm.AsRootBinary), asRootMode
 // its permissions (set-user-ID root, executable by the group loginGID only).
 const (
 	asRootPath = "usr/libexec/osd-asroot"
@@ -126,7 +126,7 @@ func writeInitrd(w io.Writer, busybox []byte, files []File, modules []Module) er
 // recipeVersion identifies what the initramfs holds besides the packages:
 // part of the cache key.
 func recipeVersion() string {
-	parts := []string{"guest-v2", fmt.Sprintf("busybox %o", busyboxMode), initScript, passwdFile, groupFile, shellsFile, nsswitchFile, sudoScript, fmt.Sprintf("%s %o %d %x", asRootPath, asRootMode, loginGID, images.AsRootBinary()), strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(binaries(), ",")}
+	parts := []string{"guest-v2", fmt.Sprintf("busybox %o", busyboxMode), initScript, passwdFile, groupFile, shellsFile, nsswitchFile, sudoScript, fmt.Sprintf("%s %o %d %x", asRootPath, asRootMode, loginGID, asm.AsRootBinary()), strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(binaries(), ",")}
 	for _, l := range toolLinks {
 		parts = append(parts, l[0]+" -> "+l[1])
 	}
