@@ -22,6 +22,7 @@ import (
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/deployment"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/join"
 	"github.com/osdcloud/osd/daemon/launch"
@@ -96,7 +97,7 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 		// The control nodes (by their role labels) are the only sources of the firewall's
 		// control-only ports.
 		ControlSources: func(ctx context.Context, sources []string) {
-			if err := converge.UpdateFirewallControl(ctx, st, sources); err != nil {
+			if err := hostplan.UpdateFirewallControl(ctx, st, sources); err != nil {
 				slog.Error("firewall control sources", "err", err)
 			}
 		}})

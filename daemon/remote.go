@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/daemon/cluster"
-	"github.com/osdcloud/osd/daemon/converge"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -33,7 +33,7 @@ func (d *Daemon) startRemote(ctx context.Context) error {
 		MemberCertLifetime: d.cfg.MemberCertLifetime}
 	d.members.Hooks(d.clusterSvc)
 	d.clusterSvc.Peers = func(ctx context.Context, add, remove []string) error {
-		return converge.UpdateFirewallPeers(ctx, d.st, nil, add, remove)
+		return hostplan.UpdateFirewallPeers(ctx, d.st, nil, add, remove)
 	}
 	go rc.Run(ctx, 12*time.Hour)
 	go d.clusterSvc.RunPurge(ctx, time.Hour)

@@ -7,11 +7,9 @@ package converge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -21,6 +19,7 @@ import (
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/operations"
@@ -144,7 +143,7 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 		s.update(func(c *api.InitState) { c.Profile = p })
 	}()
 	t0 := time.Now()
-	rep, err := preflight.Run(ctx, PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	rep, err := preflight.Run(ctx, hostplan.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	spans.done(api.Step{Step: "preflight", Took: time.Since(t0)}, time.Now())
 	if err != nil && len(rep.Findings) == 0 {
 		return fmt.Errorf("preflight: %w", err)
@@ -159,7 +158,7 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 	}
 	dec = WireDecisions(rep.Decisions)
 	s.update(func(c *api.InitState) { c.Decision = &dec })
-	if err := RecordSysctls(ctx, s.st); err != nil {
+	if err := hostplan.RecordSysctls(ctx, s.st); err != nil {
 		return err
 	}
 	h, err := s.st.Host(ctx)
@@ -183,7 +182,7 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 		if e.Done {
 			spans.done(e, time.Now())
 		}
-		emit(StepLine(e))
+		emit(hostplan.StepLine(e))
 		if e.Done {
 			slog.Info("step", "step", e.Step, "attempt", e.Attempt, "changed", e.Changed, "took", e.Took.Round(time.Millisecond), "err", e.Error, "retry_in", e.RetryIn)
 		}
@@ -207,7 +206,7 @@ func SetStep(steps []api.Step, e api.Step) []api.Step {
 // adds. Each needs only what it really uses, so a failing step (libvirt at boot) holds
 // up nothing else (Kubernetes and the control plane).
 func (s *Service) Plan(dec preflight.Decisions, withCloud bool, detail func(string)) []bootstrap.Step {
-	steps := append(HostSteps(s.st, dec, nil), s.nodeSteps(detail)...)
+	steps := append(hostplan.HostSteps(s.st, dec, nil), s.nodeSteps(detail)...)
 	if withCloud && s.more != nil {
 		steps = append(steps, s.more(detail)...)
 	}
@@ -220,7 +219,7 @@ func (s *Service) Plan(dec preflight.Decisions, withCloud bool, detail func(stri
 func (s *Service) nodeSteps(detail func(string)) []bootstrap.Step {
 	n := s.st.Node
 	return []bootstrap.Step{
-		{Name: "kubernetes", Needs: []string{StepFirewall}, Run: n.EnsureServer},
+		{Name: "kubernetes", Needs: []string{hostplan.StepFirewall}, Run: n.EnsureServer},
 		{Name: "kubernetes-node", Needs: []string{"kubernetes"}, Run: func(ctx context.Context) (bool, string, error) { return WaitNodeReady(ctx, n, detail) }},
 		{Name: "node-roles", Needs: []string{"kubernetes-node"}, Run: func(ctx context.Context) (bool, string, error) {
 			cs, err := n.Admin()
@@ -230,24 +229,6 @@ func (s *Service) nodeSteps(detail func(string)) []bootstrap.Step {
 			return node.LabelRoles(ctx, cs, s.st.Cfg.NodeName, cluster.ValidRoles)
 		}},
 	}
-}
-
-// RecordSysctls records the kernel settings as they are before osd first changes them,
-// for reset (the first run only).
-func RecordSysctls(ctx context.Context, st *state.State) error {
-	if _, ok, err := st.Get(ctx, state.KeySysctls); err != nil || ok {
-		return err
-	}
-	b, _ := json.Marshal(k3s.ReadSysctls())
-	if err := st.Set(ctx, state.KeySysctls, string(b)); err != nil {
-		return fmt.Errorf("record sysctls: %w", err)
-	}
-	return nil
-}
-
-// PreflightConfig is what preflight probes on this host.
-func PreflightConfig(cfg state.Config) preflight.ProbeConfig {
-	return preflight.ProbeConfig{StateDir: cfg.StateDir, RunDir: cfg.RunDir, SelfPIDs: []int{os.Getpid()}, SelfExe: cfg.Self}
 }
 
 // WaitNodeReady waits until the node reports Ready, saying meanwhile why it is not.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/storage"
@@ -61,7 +62,7 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		ext = &e
 	}
 	if req.TunnelInterface != "" {
-		if err := CheckTunnelInterface(req.TunnelInterface); err != nil {
+		if err := hostplan.CheckTunnelInterface(req.TunnelInterface); err != nil {
 			return rest.ErrorResponse(err)
 		}
 	}
@@ -85,21 +86,6 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 	return rest.AsyncResponse(rest.APIPrefix+"/operations/"+op.ID, s.Snapshot())
 }
 
-// CheckTunnelInterface checks a wanted tunnel interface: auto, none or an interface of
-// this host (400 saying what exists otherwise).
-func CheckTunnelInterface(name string) error {
-	if name == netsetup.TunnelAuto || name == netsetup.TunnelNone {
-		return nil
-	}
-	if name == netsetup.TunnelBridge {
-		return rest.Errorf(rest.ErrBadRequest, "tunnel interface %s is the bridge osd moves the tunnel interface into: name the interface that reaches the other nodes", name)
-	}
-	if _, err := net.InterfaceByName(name); err != nil {
-		return rest.Errorf(rest.ErrBadRequest, "tunnel interface %q: %v (ip link lists the host's interfaces; auto and none are also accepted)", name, err)
-	}
-	return nil
-}
-
 // checkExternal checks the external network osd init asks for against this host (h its
 // record) and returns it normalized; it refuses to change the one a host already has.
 func (s *Service) checkExternal(ctx context.Context, h store.Host, req api.InitRequest) (netsetup.ExternalNetwork, error) {
@@ -112,14 +98,14 @@ func (s *Service) checkExternal(ctx context.Context, h store.Host, req api.InitR
 			return ext, rest.Errorf(rest.ErrBadRequest, "external interface %q: %v (ip link lists the host's interfaces)", ext.Interface, err)
 		}
 	}
-	if cur, err := wantedExternal(s.st.Cfg, h); err == nil && cur != ext && h.External != nil {
+	if cur, err := hostplan.WantedExternal(s.st.Cfg, h); err == nil && cur != ext && h.External != nil {
 		return ext, rest.Errorf(rest.ErrConflict, "this host's external network is already %s %s%s: changing it needs osd reset first", cur.Bridge, cur.CIDR, cur.Interface)
 	}
 	return ext, nil
 }
 
 func (s *Service) getPreflight(r *http.Request) rest.Response {
-	rep, err := preflight.Run(r.Context(), PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	rep, err := preflight.Run(r.Context(), hostplan.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	if err != nil && len(rep.Findings) == 0 {
 		return rest.ErrorResponse(err)
 	}
@@ -142,7 +128,7 @@ func (s *Service) getJournal(r *http.Request) rest.Response {
 // --storage lvm is refused where LVM cannot serve volumes).
 func probeDecisions(cfg state.Config) func(context.Context) preflight.Decisions {
 	return func(ctx context.Context) preflight.Decisions {
-		f, _ := preflight.Probe(ctx, PreflightConfig(cfg))
+		f, _ := preflight.Probe(ctx, hostplan.PreflightConfig(cfg))
 		return preflight.Decide(f)
 	}
 }

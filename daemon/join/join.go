@@ -25,7 +25,7 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
-	"github.com/osdcloud/osd/daemon/converge"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
@@ -211,7 +211,7 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if tunnelIface == "" {
 		tunnelIface = netsetup.TunnelAuto
 	}
-	if err := converge.CheckTunnelInterface(tunnelIface); err != nil {
+	if err := hostplan.CheckTunnelInterface(tunnelIface); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if _, err := cluster.SaveMemberIdentity(s.identityDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key); err != nil {
@@ -224,10 +224,10 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	// This host's firewall (made by the join's first step) trusts the cluster's nodes.
-	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{server}, tok.Addresses...), nil); err != nil {
+	if err := hostplan.UpdateFirewallPeers(ctx, s.st, nil, append([]string{server}, tok.Addresses...), nil); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if err := converge.RecordControlPeers(ctx, s.st, append([]string{server}, tok.Addresses...)); err != nil {
+	if err := hostplan.RecordControlPeers(ctx, s.st, append([]string{server}, tok.Addresses...)); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", rec.Roles)
@@ -326,7 +326,7 @@ func (s *Service) startJoin(rec Record) string {
 
 // runJoin runs preflight, then the join plan, then starts the heartbeats.
 func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) error {
-	rep, err := preflight.Run(ctx, converge.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	rep, err := preflight.Run(ctx, hostplan.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	if err != nil && len(rep.Findings) == 0 {
 		return fmt.Errorf("preflight: %w", err)
 	}
@@ -339,21 +339,21 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 		return errors.New("preflight failed: fix the failed checks (osd preflight shows them) and run osd join again")
 	}
 	emit("preflight: ok")
-	if err := converge.RecordSysctls(ctx, s.st); err != nil {
+	if err := hostplan.RecordSysctls(ctx, s.st); err != nil {
 		return err
 	}
 	// The firewall step trusts the cluster's addresses this node joined through before
 	// anything else: a member whose daemon is older than its firewall has no peers recorded
 	// yet, and would otherwise drop the cluster's kubelet, Geneve and Ceph traffic until
 	// its first heartbeat lists the members.
-	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{rec.Server}, rec.Addresses...), nil); err != nil {
+	if err := hostplan.UpdateFirewallPeers(ctx, s.st, nil, append([]string{rec.Server}, rec.Addresses...), nil); err != nil {
 		return err
 	}
-	if err := converge.RecordControlPeers(ctx, s.st, append([]string{rec.Server}, rec.Addresses...)); err != nil {
+	if err := hostplan.RecordControlPeers(ctx, s.st, append([]string{rec.Server}, rec.Addresses...)); err != nil {
 		return err
 	}
 	run := "join-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	err = bootstrap.ExecuteGraph(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), bootstrap.Retry{Attempts: 1}, func(e bootstrap.Event) { emit(converge.StepLine(e)) })
+	err = bootstrap.ExecuteGraph(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), bootstrap.Retry{Attempts: 1}, func(e bootstrap.Event) { emit(hostplan.StepLine(e)) })
 	if err != nil {
 		return err
 	}
@@ -366,7 +366,7 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 // vSwitch, its tunnel endpoint and libvirt; network Open vSwitch, the tunnel endpoint and
 // the external network; storage the volume group; control nothing more on the host.
 func JoinSteps(roles []string) map[string]bool {
-	want := map[string]bool{converge.StepFirewall: true}
+	want := map[string]bool{hostplan.StepFirewall: true}
 	for _, r := range roles {
 		switch r {
 		case api.RoleCompute:
@@ -397,7 +397,7 @@ func AgentTaints(roles []string) []string {
 // that order).
 func (s *Service) plan(dec preflight.Decisions, rec Record) []bootstrap.Step {
 	n := s.st.Node
-	host := converge.HostSteps(s.st, dec, JoinSteps(rec.Roles))
+	host := hostplan.HostSteps(s.st, dec, JoinSteps(rec.Roles))
 	var hostNames []string
 	for _, h := range host {
 		hostNames = append(hostNames, h.Name)
@@ -609,7 +609,7 @@ func (s *Service) refreshFirewallPeers(ctx context.Context, rec *Record) {
 			peers = append(peers, f[len(f)-1]) // "geneve 10.0.0.2"
 		}
 	}
-	if err := converge.UpdateFirewallPeers(ctx, s.st, peers, nil, nil); err != nil {
+	if err := hostplan.UpdateFirewallPeers(ctx, s.st, peers, nil, nil); err != nil {
 		slog.Warn("firewall peers", "err", err)
 	}
 }
