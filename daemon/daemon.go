@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap"
 	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
@@ -102,16 +101,13 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 			}
 		}})
 	d.st = st
-	d.images = images.New(st)
-	d.images.More = func(ctx context.Context) []string { return storage.Images(storage.Current(ctx, st)) }
 	d.storage = storage.New(st)
-	d.deployment = deployment.New(st)
-	d.conv = converge.New(st, func(detail func(string)) []bootstrap.Step {
-		return append(d.images.Steps(detail), d.deployment.Steps(detail)...)
-	})
-	d.deployment.InitState, d.deployment.Dashboard = d.conv.Snapshot, d.conv.SetDashboard
-	d.conv.Profiles = converge.Profiles{Images: d.images.Profile, Releases: d.deployment.Profile}
-	d.deployment.ImageWait, d.deployment.ImagesFailed = d.images.Wait, d.images.Failed
+	d.images = images.New(st, d.storage.Images)
+	// osd init's run is the one piece the init and deployment resources share: the
+	// converge runs it, the deployment reads it and adds Horizon's address.
+	run := state.NewInitRun()
+	d.deployment = deployment.New(st, deployment.Deps{Init: run, Images: d.images, Storage: d.storage})
+	d.conv = converge.New(st, converge.Deps{Run: run, Storage: d.storage, Images: d.images, Cloud: d.deployment})
 	d.join = join.New(st, d.ownAddress)
 	d.join.Images = d.images
 	d.members = members.New(st, d.deployment.CloudClient, d.ownAddress)

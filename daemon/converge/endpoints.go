@@ -11,7 +11,6 @@ import (
 	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
-	"github.com/osdcloud/osd/daemon/storage"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"
 )
@@ -46,7 +45,7 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		how := map[string]string{state.JoinJoining: "joining", state.JoinMember: "a member of"}[h.Join.State]
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this host is %s a cluster (osd join): osd init would make it a second, separate cloud; run osd reset first to leave", how))
 	}
-	if err := storage.CheckRequest(ctx, s.st, req, probeDecisions(s.st.Cfg)); err != nil {
+	if err := s.storage.CheckRequest(ctx, req, probeDecisions(s.st.Cfg)); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	goal := state.GoalOpenStack
@@ -75,7 +74,7 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 			h.TunnelInterface = req.TunnelInterface
 		}
 		h.Goal = goal
-		storage.RecordRequest(h, req)
+		s.storage.RecordRequest(h, req)
 		h.Initialized = true
 		return nil
 	})
