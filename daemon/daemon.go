@@ -108,10 +108,8 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 	run := state.NewInitRun()
 	d.deployment = deployment.New(st, deployment.Deps{Init: run, Images: d.images, Storage: d.storage})
 	d.conv = converge.New(st, converge.Deps{Run: run, Storage: d.storage, Images: d.images, Cloud: d.deployment})
-	d.join = join.New(st, d.ownAddress)
-	d.join.Images = d.images
-	d.members = members.New(st, d.deployment.CloudClient, d.ownAddress)
-	d.members.Images = d.images
+	d.join = join.New(st, join.Deps{Address: d.ownAddress, Images: d.images})
+	d.members = members.New(st, members.Deps{Cloud: d.deployment, Images: d.images, Address: d.ownAddress})
 	d.launch = launch.New(st, d.deployment.CloudClient)
 }
 

@@ -113,9 +113,8 @@ func joiner(t *testing.T, name string, host func() (string, error)) *Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s := New(&state.State{Cfg: state.Config{StateDir: t.TempDir(), NodeName: name}, DB: db, Ctx: ctx}, func() string { return "127.0.0.9:8443" })
-	s.Hostname = host
-	return s
+	return New(&state.State{Cfg: state.Config{StateDir: t.TempDir(), NodeName: name}, DB: db, Ctx: ctx},
+		Deps{Address: func() string { return "127.0.0.9:8443" }, Hostname: host})
 }
 
 // postJoin sends POST /1.0/cluster/join-remote to s's router and answers its status and

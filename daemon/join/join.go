@@ -26,7 +26,6 @@ import (
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/hostplan"
-	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
@@ -52,19 +51,31 @@ func request(r Record) api.JoinRequest {
 // OperationKind is the kind of join operations.
 const OperationKind = "join"
 
-// Service is the join resource of one daemon.
-type Service struct {
-	st *state.State
+// Deps are what the join resource is given when it is made.
+type Deps struct {
 	// Address is this node's API address for the cluster's records ("" while the HTTPS
 	// API does not listen).
 	Address func() string
-
-	// Images, when set, is this node's image resource: the join fetches the images of its
-	// roles from the cluster with it, and the heartbeats report what it holds.
+	// Images is this node's image resource: the join fetches the images of its roles
+	// from the cluster with it, and the heartbeats report what it holds.
 	Images ImageSync
-	// Hostname, when set, is this host's OS hostname, which the join sends the cluster
-	// (nil: os.Hostname).
+	// Hostname is this host's OS hostname, which the join sends the cluster (nil:
+	// os.Hostname).
 	Hostname func() (string, error)
+}
+
+// ImageSync is what a member needs of its image resource (images.Service).
+type ImageSync interface {
+	SyncFromCluster(ctx context.Context, remote cluster.ImageSource, roles []string, emit func(string)) (bool, string, error)
+	Held(ctx context.Context) (map[string]string, error)
+}
+
+// Service is the join resource of one daemon.
+type Service struct {
+	st       *state.State
+	address  func() string
+	images   ImageSync
+	hostname func() (string, error)
 
 	mu      sync.Mutex
 	syncing bool // an image sync with the cluster runs
@@ -74,14 +85,13 @@ type Service struct {
 	beatErr string // the last heartbeat's failure ("" when it went through)
 }
 
-// ImageSync is what a member needs of its image resource (images.Service).
-type ImageSync interface {
-	SyncFromCluster(ctx context.Context, remote images.Remote, roles []string, emit func(string)) (bool, string, error)
-	Held(ctx context.Context) (map[string]string, error)
-}
-
 // New returns the join resource of st.
-func New(st *state.State, address func() string) *Service { return &Service{st: st, Address: address} }
+func New(st *state.State, deps Deps) *Service {
+	if deps.Hostname == nil {
+		deps.Hostname = os.Hostname
+	}
+	return &Service{st: st, address: deps.Address, images: deps.Images, hostname: deps.Hostname}
+}
 
 // Endpoints are the join routes:
 //
@@ -260,20 +270,10 @@ func olderCluster(err error) bool {
 		strings.Contains(apiErr.Message, `unknown field "hostname"`)
 }
 
-// hostname is this host's OS hostname.
-func (s *Service) hostname() (string, error) {
-	if s.Hostname != nil {
-		return s.Hostname()
-	}
-	return os.Hostname()
-}
-
 // ownAddress is this node's API address for the cluster's records.
 func (s *Service) ownAddress() string {
-	if s.Address != nil {
-		if a := s.Address(); a != "" {
-			return a
-		}
+	if a := s.address(); a != "" {
+		return a
 	}
 	_, port, err := net.SplitHostPort(state.DefaultHTTPSAddress)
 	if err != nil {
@@ -445,9 +445,6 @@ func JoinNeeds(hostSteps []string) map[string][]string {
 // syncImages makes this node hold the images of its roles at the digests the cluster
 // serves (fetched into its store; imported into containerd once it runs).
 func (s *Service) syncImages(ctx context.Context, rec Record, emit func(string)) (bool, string, error) {
-	if s.Images == nil {
-		return false, "no image resource", nil
-	}
 	id, err := cluster.LoadMemberIdentity(s.identityDir())
 	if err != nil {
 		return false, "", err
@@ -457,7 +454,7 @@ func (s *Service) syncImages(ctx context.Context, rec Record, emit func(string))
 		return false, "", err
 	}
 	defer remote.Close()
-	return s.Images.SyncFromCluster(ctx, remote, rec.Roles, emit)
+	return s.images.SyncFromCluster(ctx, remote, rec.Roles, emit)
 }
 
 // completeJoin registers this node with the cluster (consuming the token) and forgets the
@@ -575,11 +572,9 @@ func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
 			id = renewed
 		}
 	}
-	var held map[string]string
-	if s.Images != nil {
-		if held, err = s.Images.Held(hctx); err != nil {
-			slog.Debug("images held for the heartbeat", "err", err)
-		}
+	held, err := s.images.Held(hctx)
+	if err != nil {
+		slog.Debug("images held for the heartbeat", "err", err)
 	}
 	return cluster.SendHeartbeat(hctx, id, rec.Server, rec.Name, api.Version, held)
 }

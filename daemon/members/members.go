@@ -38,30 +38,44 @@ const InstanceLabel = "osd.cloud/instance"
 // with VMs unless forced.
 type VMCounter func(ctx context.Context, node string) (int, error)
 
-// Service is the membership side of one daemon.
-type Service struct {
-	st *state.State
-	// Cloud logs in to the cloud as admin (deployment.Service.CloudClient).
-	Cloud func(ctx context.Context) (*cloud.Client, error)
+// Deps are what the membership side is given when it is made.
+type Deps struct {
+	// Cloud is the deployment resource: the admin's cloud and where stateful services keep
+	// their data.
+	Cloud Cloud
+	// Images completes listings with the images each member holds.
+	Images Images
 	// Address is this daemon's HTTPS API address ("" when it does not listen).
 	Address func() string
-	// CountVMs, when set, replaces how the VMs on a node are counted (tests).
-	CountVMs VMCounter
-	// Images, when set, is this node's image resource (what it serves members, what it holds).
-	Images ImageView
+}
+
+// Cloud is what membership needs of the deployment resource (deployment.Service).
+type Cloud interface {
+	// CloudClient logs in to the cloud as admin.
+	CloudClient(ctx context.Context) (*cloud.Client, error)
+	// StateHeld lists by node the stateful releases whose data it holds.
+	StateHeld(ctx context.Context) (map[string][]string, error)
+}
+
+// Images is what listings need of the image resource (images.Service): whether each
+// member holds the images of its roles.
+type Images interface {
+	DescribeMembers(ctx context.Context, ms []api.Member)
+}
+
+// Service is the membership side of one daemon.
+type Service struct {
+	st      *state.State
+	cloud   Cloud
+	images  Images
+	address func() string
 
 	admissionMu sync.Mutex // serializes syncAdmission
 }
 
-// ImageView is what listings need of the image resource (images.Service).
-type ImageView interface {
-	Served() (map[string]string, error)
-	Held(ctx context.Context) (map[string]string, error)
-}
-
 // New returns the membership side of st.
-func New(st *state.State, login func(ctx context.Context) (*cloud.Client, error), address func() string) *Service {
-	return &Service{st: st, Cloud: login, Address: address}
+func New(st *state.State, deps Deps) *Service {
+	return &Service{st: st, cloud: deps.Cloud, images: deps.Images, address: deps.Address}
 }
 
 // Hooks fills cluster.Service's hooks into Kubernetes and the cloud, and starts keeping
@@ -107,9 +121,7 @@ func (s *Service) localMember() *api.Member {
 	now := time.Now()
 	host, _ := os.Hostname()
 	m := &api.Member{Name: s.st.Cfg.NodeName, Hostname: host, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: s.st.Started}
-	if s.Address != nil {
-		m.Address = s.Address()
-	}
+	m.Address = s.address()
 	if s.st.Initialized(ctx) {
 		m.Roles = append([]string(nil), cluster.ValidRoles...)
 		return m
@@ -121,14 +133,14 @@ func (s *Service) localMember() *api.Member {
 	return nil
 }
 
-// defaultVMCounter asks Nova for the servers on the node when OpenStack runs here (a
+// vmCounter asks Nova for the servers on the node when OpenStack runs here (a
 // Kubernetes-only cluster has no VMs but pods labelled InstanceLabel).
-func (s *Service) defaultVMCounter(cs kubernetes.Interface) VMCounter {
+func (s *Service) vmCounter(cs kubernetes.Interface) VMCounter {
 	return func(ctx context.Context, node string) (int, error) {
 		if s.st.KubernetesOnly(ctx) {
 			return countInstancePods(cs)(ctx, node)
 		}
-		c, err := s.Cloud(ctx)
+		c, err := s.cloud.CloudClient(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("count the VMs on %s: %w (osd cluster remove --force skips the check)", node, err)
 		}

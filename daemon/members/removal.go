@@ -16,7 +16,6 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap/cloud"
 	"github.com/osdcloud/osd/bootstrap/deploy"
-	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/rest"
 )
@@ -49,14 +48,10 @@ func (s *Service) removeNode(ctx context.Context, name string, force bool) error
 	} else if err != nil {
 		return fmt.Errorf("read node %s: %w", name, err)
 	}
-	if err := refuseStateHolder(ctx, cs, name); err != nil {
+	if err := s.refuseStateHolder(ctx, name); err != nil {
 		return err
 	}
-	count := s.CountVMs
-	if count == nil {
-		count = s.defaultVMCounter(cs)
-	}
-	vms, err := count(ctx, name)
+	vms, err := s.vmCounter(cs)(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -92,12 +87,12 @@ func (s *Service) removeNode(ctx context.Context, name string, force bool) error
 
 // refuseStateHolder refuses (409) the removal of a node that holds the data of stateful
 // services, naming them.
-func refuseStateHolder(ctx context.Context, cs kubernetes.Interface, name string) error {
-	placement, err := deployment.Placement(ctx, cs)
+func (s *Service) refuseStateHolder(ctx context.Context, name string) error {
+	held, err := s.cloud.StateHeld(ctx)
 	if err != nil {
 		return err
 	}
-	return StateRefusal(name, deployment.HeldBy(placement, name))
+	return StateRefusal(name, held[name])
 }
 
 // StateRefusal is the refusal (409) to remove node name while it holds the data of the
@@ -119,7 +114,7 @@ func (s *Service) disableCompute(ctx context.Context, name, reason string, force
 	if s.st.KubernetesOnly(ctx) {
 		return nil
 	}
-	c, err := s.Cloud(ctx)
+	c, err := s.cloud.CloudClient(ctx)
 	if err == nil {
 		var changed bool
 		if changed, err = c.DisableComputeService(ctx, name, reason); err == nil && changed {
@@ -186,7 +181,7 @@ func (s *Service) forgetCloudHost(ctx context.Context, cs kubernetes.Interface, 
 		}
 		return fmt.Errorf("forget %s in the cloud: %w (--force goes on without)", name, err)
 	}
-	c, err := s.Cloud(ctx)
+	c, err := s.cloud.CloudClient(ctx)
 	if err != nil {
 		return fail(err)
 	}
