@@ -68,6 +68,8 @@ type Daemon struct {
 	clusterSvc *cluster.Service
 	trust      *cluster.TrustSet
 	httpsAddr  string
+	// wrapHooks, when set (tests), wraps the hooks the cluster's server side gets.
+	wrapHooks func(cluster.Hooks) cluster.Hooks
 
 	stopOnce sync.Once
 	undoMu   sync.Mutex

@@ -23,10 +23,10 @@ const MaintenanceAnnotation = "osd.cloud/maintenance"
 // maintenanceReason is the disabled reason Nova shows for a node in maintenance.
 const maintenanceReason = "osd cluster maintenance"
 
-// maintenance puts node name into maintenance (on: its nova-compute disabled, so the
+// Maintenance puts node name into maintenance (on: its nova-compute disabled, so the
 // scheduler places no new server there, then the node cordoned and annotated) or takes
 // it out (off: the same undone, nova-compute first enabled again).
-func (s *Service) maintenance(ctx context.Context, name string, on bool) error {
+func (s *Service) Maintenance(ctx context.Context, name string, on bool) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return err
@@ -68,11 +68,11 @@ func (s *Service) enableCompute(ctx context.Context, name string) error {
 	return nil
 }
 
-// describe completes member listings with what Kubernetes and the cloud know of each
+// Describe completes member listings with what Kubernetes and the cloud know of each
 // node: maintenance, the tunnel endpoint its chassis registered, whether it holds the
 // images its roles run at the cluster's digests, and the state it holds. What cannot be
 // read now is left out.
-func (s *Service) describe(ctx context.Context, ms []api.Member) {
+func (s *Service) Describe(ctx context.Context, ms []api.Member) {
 	cs, err := s.adminClient()
 	if err != nil {
 		return

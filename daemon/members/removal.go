@@ -28,13 +28,13 @@ const LeavingTaint = "osd.cloud/leaving"
 // leaveTimeout bounds the wait for the pods of a node being removed to stop.
 var leaveTimeout = 2 * time.Minute
 
-// removeNode takes member name's node out of Kubernetes and the cloud. It refuses while
+// RemoveNode takes member name's node out of Kubernetes and the cloud. It refuses while
 // the node holds the data of stateful services (even forced: that data would be lost)
 // and while VMs run there unless force. Then it disables the node's nova-compute (no new
 // server lands there), cordons and drains the node, makes every pod leave it, deletes the
 // node's nova-compute service, its resource provider and its OVN chassis, and deletes the
 // Node and the node password k3s keeps for it (so the name can join again).
-func (s *Service) removeNode(ctx context.Context, name string, force bool) error {
+func (s *Service) RemoveNode(ctx context.Context, name string, force bool) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return err
