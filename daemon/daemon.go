@@ -16,12 +16,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/osdcloud/osd/bootstrap"
 	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/deployment"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/join"
 	"github.com/osdcloud/osd/daemon/launch"
@@ -68,6 +68,8 @@ type Daemon struct {
 	clusterSvc *cluster.Service
 	trust      *cluster.TrustSet
 	httpsAddr  string
+	// wrapHooks, when set (tests), wraps the hooks the cluster's server side gets.
+	wrapHooks func(cluster.Hooks) cluster.Hooks
 
 	stopOnce sync.Once
 	undoMu   sync.Mutex
@@ -96,25 +98,20 @@ func (d *Daemon) wire(ctx context.Context, db *store.DB) {
 		// The control nodes (by their role labels) are the only sources of the firewall's
 		// control-only ports.
 		ControlSources: func(ctx context.Context, sources []string) {
-			if err := converge.UpdateFirewallControl(ctx, st, sources); err != nil {
+			if err := hostplan.UpdateFirewallControl(ctx, st, sources); err != nil {
 				slog.Error("firewall control sources", "err", err)
 			}
 		}})
 	d.st = st
-	d.images = images.New(st)
-	d.images.More = func(ctx context.Context) []string { return storage.Images(storage.Current(ctx, st)) }
 	d.storage = storage.New(st)
-	d.deployment = deployment.New(st)
-	d.conv = converge.New(st, func(detail func(string)) []bootstrap.Step {
-		return append(d.images.Steps(detail), d.deployment.Steps(detail)...)
-	})
-	d.deployment.InitState, d.deployment.Dashboard = d.conv.Snapshot, d.conv.SetDashboard
-	d.conv.Profiles = converge.Profiles{Images: d.images.Profile, Releases: d.deployment.Profile}
-	d.deployment.ImageWait, d.deployment.ImagesFailed = d.images.Wait, d.images.Failed
-	d.join = join.New(st, d.ownAddress)
-	d.join.Images = d.images
-	d.members = members.New(st, d.deployment.CloudClient, d.ownAddress)
-	d.members.Images = d.images
+	d.images = images.New(st, d.storage.Images)
+	// osd init's run is the one piece the init and deployment resources share: the
+	// converge runs it, the deployment reads it and adds Horizon's address.
+	run := state.NewInitRun()
+	d.deployment = deployment.New(st, deployment.Deps{Init: run, Images: d.images, Storage: d.storage})
+	d.conv = converge.New(st, converge.Deps{Run: run, Storage: d.storage, Images: d.images, Cloud: d.deployment})
+	d.join = join.New(st, join.Deps{Address: d.ownAddress, Images: d.images})
+	d.members = members.New(st, members.Deps{Cloud: d.deployment, Images: d.images, Address: d.ownAddress})
 	d.launch = launch.New(st, d.deployment.CloudClient)
 }
 

@@ -27,7 +27,7 @@ func imagesAPI(t *testing.T, cacheDir string) *client.Client {
 		t.Fatal(err)
 	}
 	d.wire(context.Background(), nil)
-	d.clusterSvc = &cluster.Service{}
+	d.clusterSvc = cluster.New(cluster.Config{}, cluster.NoHooks{})
 	sock := filepath.Join(t.TempDir(), "osd.socket")
 	l, err := rest.ListenUnix(sock)
 	if err != nil {

@@ -24,9 +24,9 @@ import (
 	"github.com/osdcloud/osd/daemon/store"
 )
 
-// testDaemon runs a real daemon (store, unix socket, HTTPS on loopback) in a temp dir;
-// nothing in these tests starts its Kubernetes.
-func testDaemon(t *testing.T, name string) (*Daemon, *client.Client) {
+// testDaemon runs a real daemon (store, unix socket, HTTPS on loopback) in a temp dir,
+// changed by opts before it runs; nothing in these tests starts its Kubernetes.
+func testDaemon(t *testing.T, name string, opts ...func(*Daemon)) (*Daemon, *client.Client) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the daemon needs root")
@@ -36,6 +36,9 @@ func testDaemon(t *testing.T, name string) (*Daemon, *client.Client) {
 		NodeName: name, NodeIP: "127.0.0.1", HTTPSAddress: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range opts {
+		o(d)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -154,9 +157,8 @@ func mitmServer(t *testing.T) (string, *atomic.Int64) {
 // join information is faked for the one join that completes (to make a used token), and
 // is not a usable URL, so a join that wrongly went ahead would stop before starting k3s.
 func TestJoinRemoteRefusesBadTokens(t *testing.T) {
-	srv, srvAPI := testDaemon(t, "node1")
+	srv, srvAPI := testDaemon(t, "node1", fakeKubernetes)
 	joiner, joinAPI := testDaemon(t, "node2")
-	fakeKubernetes(srv)
 	ctx := context.Background()
 	mitm, mitmSeen := mitmServer(t)
 	otherCA, err := cluster.EnsureCA(t.TempDir())
@@ -180,7 +182,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 		{"truncated", func(t *testing.T) string { s := issue(t, srvAPI, "node2").Encode(); return s[:len(s)/2] }, http.StatusBadRequest, "truncated"},
 		{"expired (checked here)", func(t *testing.T) string {
 			revoke(t, srvAPI, "node2")
-			tok, err := cluster.Issue(ctx, srv.st.DB, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			tok, err := cluster.Issue(ctx, srv.st.DB, "node2", nil, time.Minute, srv.remoteAddresses(), clusterCA(t, srv).Fingerprint(), time.Now().Add(-2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +190,7 @@ func TestJoinRemoteRefusesBadTokens(t *testing.T) {
 		}, http.StatusForbidden, "expired at"},
 		{"expired (checked by the cluster)", func(t *testing.T) string {
 			revoke(t, srvAPI, "node2")
-			tok, err := cluster.Issue(ctx, srv.st.DB, "node2", nil, time.Minute, srv.remoteAddresses(), srv.clusterSvc.CA.Fingerprint(), time.Now().Add(-2*time.Minute))
+			tok, err := cluster.Issue(ctx, srv.st.DB, "node2", nil, time.Minute, srv.remoteAddresses(), clusterCA(t, srv).Fingerprint(), time.Now().Add(-2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,14 +262,31 @@ func revoke(t *testing.T, c *client.Client, name string) {
 	}
 }
 
-// fakeKubernetes stands in for the Kubernetes of d, which these tests do not start (the
-// two-node test runs the real one): the agent credential is not usable, so a join that
-// wrongly went ahead would stop before starting k3s, and admission changes nothing.
+// fakeKubernetes (a testDaemon option) stands in for the Kubernetes of d, which these
+// tests do not start (the two-node test runs the real one): the agent credential is not
+// usable, so a join that wrongly went ahead would stop before starting k3s, and admission
+// changes nothing.
 func fakeKubernetes(d *Daemon) {
-	d.clusterSvc.Agent = func(context.Context, string) (cluster.AgentCredential, error) {
-		return cluster.AgentCredential{ServerURL: "not-a-url", Token: "fake-agent-token", Expires: time.Now().Add(time.Minute)}, nil
+	d.wrapHooks = func(h cluster.Hooks) cluster.Hooks { return fakeKube{h} }
+}
+
+// fakeKube is the membership resource's hooks but for the agent credential and admission.
+type fakeKube struct{ cluster.Hooks }
+
+func (fakeKube) AgentCredential(context.Context, string) (cluster.AgentCredential, error) {
+	return cluster.AgentCredential{ServerURL: "not-a-url", Token: "fake-agent-token", Expires: time.Now().Add(time.Minute)}, nil
+}
+
+func (fakeKube) Admit(context.Context, string, []string) error { return nil }
+
+// clusterCA is the cluster CA of d (loaded from its state dir).
+func clusterCA(t *testing.T, d *Daemon) *cluster.CA {
+	t.Helper()
+	ca, err := cluster.EnsureCA(d.cfg.ClusterDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	d.clusterSvc.Admit = nil
+	return ca
 }
 
 // joinAs plays a joining node with tok against the cluster the token names, as a joining
@@ -327,8 +346,7 @@ func validLookingToken(name string) string {
 // TestHeartbeatAfterRemoval: a member's heartbeat works until the cluster removes it, then
 // answers ErrRemoved (what makes a removed node's daemon stop its agent).
 func TestHeartbeatAfterRemoval(t *testing.T) {
-	srv, srvAPI := testDaemon(t, "node1")
-	fakeKubernetes(srv)
+	srv, srvAPI := testDaemon(t, "node1", fakeKubernetes)
 	ctx := context.Background()
 	tok := issue(t, srvAPI, "node7")
 	id, addr := joinAs(t, tok)

@@ -28,8 +28,7 @@ import (
 // the member may not put a node into maintenance (operators only); once removed, its
 // certificate gets nothing.
 func TestMemberFetchesImages(t *testing.T) {
-	srv, srvAPI := testDaemon(t, "node1")
-	fakeKubernetes(srv)
+	srv, srvAPI := testDaemon(t, "node1", fakeKubernetes)
 	ctx := context.Background()
 	st, err := srv.images.Builder().Store()
 	if err != nil {

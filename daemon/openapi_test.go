@@ -163,12 +163,12 @@ func TestAccessTableCoversEveryRoute(t *testing.T) {
 // role may call are not called here (their handlers act: init, image builds); the route
 // table is checked role by role against stub handlers in the cluster package.
 func TestHTTPSRoutesByRole(t *testing.T) {
-	d, local := testDaemon(t, "node1")
-	fakeKubernetes(d)
+	d, local := testDaemon(t, "node1", fakeKubernetes)
+	ca := clusterCA(t, d)
 	ctx := context.Background()
 	stranger := selfSignedPair(t, "stranger")
 	k, _ := cluster.NewMemberKey("node9")
-	certPEM, err := cluster.IssueMemberCert(d.clusterSvc.CA, "node9", &k.Key.PublicKey, time.Now(), time.Hour)
+	certPEM, err := cluster.IssueMemberCert(ca, "node9", &k.Key.PublicKey, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestHTTPSRoutesByRole(t *testing.T) {
 	// One connection a request, closed after it: anonymous callers may hold only a few
 	// connections at once (the listener guard).
 	https := func(cert *tls.Certificate) *client.Client {
-		cfg, err := cluster.ClientTLSConfigFor(d.clusterSvc.CA.Fingerprint(), d.httpsAddr, cert)
+		cfg, err := cluster.ClientTLSConfigFor(ca.Fingerprint(), d.httpsAddr, cert)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func unstarted(t *testing.T) *Daemon {
 		t.Fatal(err)
 	}
 	d.wire(context.Background(), nil)
-	d.clusterSvc = &cluster.Service{}
+	d.clusterSvc = cluster.New(cluster.Config{}, cluster.NoHooks{})
 	return d
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/daemon/cluster"
-	"github.com/osdcloud/osd/daemon/converge"
 	"github.com/osdcloud/osd/daemon/rest"
 )
 
@@ -29,12 +28,15 @@ func (d *Daemon) startRemote(ctx context.Context) error {
 	if err := d.trust.Load(ctx, d.st.DB); err != nil {
 		return err
 	}
-	d.clusterSvc = &cluster.Service{DB: d.st.DB, CA: ca, Trust: d.trust, Addresses: d.remoteAddresses,
-		MemberCertLifetime: d.cfg.MemberCertLifetime}
-	d.members.Hooks(d.clusterSvc)
-	d.clusterSvc.Peers = func(ctx context.Context, add, remove []string) error {
-		return converge.UpdateFirewallPeers(ctx, d.st, nil, add, remove)
+	// The membership resource is what the cluster's server side asks of Kubernetes, the
+	// cloud and this host.
+	var hooks cluster.Hooks = d.members
+	if d.wrapHooks != nil {
+		hooks = d.wrapHooks(hooks)
 	}
+	d.clusterSvc = cluster.New(cluster.Config{DB: d.st.DB, CA: ca, Trust: d.trust, Addresses: d.remoteAddresses,
+		MemberCertLifetime: d.cfg.MemberCertLifetime}, hooks)
+	d.st.Go(d.members.KeepAdmission)
 	go rc.Run(ctx, 12*time.Hour)
 	go d.clusterSvc.RunPurge(ctx, time.Hour)
 	if d.cfg.HTTPSAddress == "none" {

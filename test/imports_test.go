@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -23,6 +24,56 @@ var cliInProcess = []string{"cmd/osd/daemon.go", "cmd/osd/reset.go", "cmd/osd/pr
 // package it may import for that: `osd daemon restart --backup-state` (service.go) copies
 // the state database with the daemon stopped, through the atomic-write helper.
 var cliHostWrites = map[string]string{"cmd/osd/service.go": module + "/bootstrap/fsutil"}
+
+// The daemon's packages are resources or libraries. A resource owns part of the API and
+// is made by the composition root (package daemon) with what it needs: constructor
+// parameters, interfaces it defines and another resource satisfies (TestWiringThroughConstructors).
+// No resource imports another; what two share lives in a library below both. A library is
+// shared by the resources and the root and imports no resource.
+var (
+	daemonResources = []string{"converge", "deployment", "images", "join", "launch", "members", "reset", "storage"}
+	// cluster is a library: the cluster's rules (CA, certificates, tokens, trust, roles,
+	// both sides of the join) that join, members, node and the root use; its server side
+	// asks the rest of the daemon through one interface, cluster.Hooks (members implements
+	// it). hostplan is the host plan init and join share; deploy the deployment controller
+	// (values, Helm) and openstack the OpenStack client, both used by several resources.
+	daemonLibraries = []string{"api", "client", "cluster", "deploy", "hostplan", "k3s", "node", "openstack", "operations", "ovnchassis", "rest", "state", "store"}
+	// resourceImports are the imports between resources that remain ("from>to" -> why),
+	// each through a named interface of a library: none.
+	resourceImports = map[string]string{}
+)
+
+// daemonPart says where a daemon package is (its import path, or its file's directory,
+// module-relative): "root" for package daemon, the top directory under daemon/ for the
+// others ("deploy" for daemon/deploy/helmclient), "" outside daemon/.
+func daemonPart(dir string) string {
+	if dir == "daemon" {
+		return "root"
+	}
+	rest, ok := strings.CutPrefix(dir, "daemon/")
+	if !ok {
+		return ""
+	}
+	top, _, _ := strings.Cut(rest, "/")
+	return top
+}
+
+// daemonOutside are the only imports of daemon packages from outside daemon/ but cmd/osd
+// (the CLI rule) and test/ (the suites): whose files (a path prefix), whether only their
+// tests, the package (module-relative; a trailing / takes its subpackages) and why.
+var daemonOutside = []struct {
+	under     string
+	testsOnly bool
+	imp       string
+	why       string
+}{
+	{"bootstrap/", false, "daemon/api", "the step executor and preflight speak the wire types (api.Step, api.Finding); they move under daemon/ later"},
+	{"bootstrap/", true, "daemon/store", "the step executor's tests run it over the real store"},
+	{"charts/", true, "daemon/deploy", "the charts' tests render them with the real deploy code"},
+	{"charts/", true, "daemon/deploy/", "(helmclient) the same"},
+	{"charts/ceph_image_test.go", true, "daemon/storage", "the Ceph image's test runs the daemon's own status commands and parser in it"},
+	{"charts/ceph_image_test.go", true, "daemon/api", "the parser's result (api.StorageStatus)"},
+}
 
 // importRules are the layering rules of the tree (docs/architecture.md "Layering"). Each gets a
 // file's path (relative to the repository, slash-separated), whether it is a test file,
@@ -91,6 +142,57 @@ var importRules = []func(file string, test bool, imp string) string{
 		}
 		return ""
 	},
+	// Resources do not import each other (their tests may wire the real siblings they are
+	// given, as the composition root does).
+	func(file string, test bool, imp string) string {
+		from, to := daemonPart(path.Dir(file)), daemonPart(strings.TrimPrefix(imp, module+"/"))
+		if test || !strings.HasPrefix(imp, module+"/daemon/") || from == to || !slices.Contains(daemonResources, from) || !slices.Contains(daemonResources, to) {
+			return ""
+		}
+		if _, ok := resourceImports[from+">"+to]; ok {
+			return ""
+		}
+		return "daemon/" + from + " and daemon/" + to + " are resources: one asks the other through an interface it defines (given by the composition root), or what both need moves to a library"
+	},
+	// Libraries import no resource.
+	func(file string, test bool, imp string) string {
+		from, to := daemonPart(path.Dir(file)), daemonPart(strings.TrimPrefix(imp, module+"/"))
+		if strings.HasPrefix(imp, module+"/daemon/") && slices.Contains(daemonLibraries, from) && slices.Contains(daemonResources, to) {
+			return "daemon/" + from + " is a library and daemon/" + to + " a resource: a library imports no resource"
+		}
+		return ""
+	},
+	// Every daemon package is a resource or a library.
+	func(file string, test bool, imp string) string {
+		for _, part := range []string{daemonPart(path.Dir(file)), daemonPart(strings.TrimPrefix(imp, module+"/"))} {
+			if part != "" && part != "root" && !slices.Contains(daemonResources, part) && !slices.Contains(daemonLibraries, part) {
+				return "daemon/" + part + " is neither a resource nor a library: add it to daemonResources or daemonLibraries"
+			}
+		}
+		return ""
+	},
+	// daemon/api, the wire types, is a leaf.
+	func(file string, test bool, imp string) string {
+		if strings.HasPrefix(file, "daemon/api/") && strings.HasPrefix(imp, module+"/") {
+			return "daemon/api is a leaf: it imports no osd package"
+		}
+		return ""
+	},
+	// Outside daemon/, only cmd/osd, test/ and the exceptions of daemonOutside import a
+	// daemon package.
+	func(file string, test bool, imp string) string {
+		if !strings.HasPrefix(imp+"/", module+"/daemon/") || strings.HasPrefix(file, "daemon/") ||
+			strings.HasPrefix(file, "cmd/osd/") || strings.HasPrefix(file, "test/") {
+			return ""
+		}
+		rel := strings.TrimPrefix(imp, module+"/")
+		for _, e := range daemonOutside {
+			if strings.HasPrefix(file, e.under) && (test || !e.testsOnly) && (rel == e.imp || strings.HasSuffix(e.imp, "/") && strings.HasPrefix(rel, e.imp)) {
+				return ""
+			}
+		}
+		return "outside daemon/, only cmd/osd and test/ import daemon packages (and what daemonOutside lists)"
+	},
 	// Helm only behind daemon/deploy.
 	func(file string, test bool, imp string) string {
 		if strings.HasPrefix(imp, "helm.sh/helm") && !strings.HasPrefix(file, "daemon/deploy/") {
@@ -149,7 +251,8 @@ func treeImports(t *testing.T, root string) map[string][]string {
 }
 
 // TestImportRules holds the tree to its layering: the CLI, the low layers, the composition
-// root, k3s and Helm each imported only where they belong.
+// root, the daemon's resources and libraries, k3s and Helm each imported only where they
+// belong.
 func TestImportRules(t *testing.T) {
 	files := treeImports(t, "..")
 	if len(files) < 100 {
@@ -166,6 +269,31 @@ func TestImportRules(t *testing.T) {
 	for f, imp := range cliHostWrites {
 		if !slices.Contains(files[f], imp) {
 			t.Errorf("%s does not import %s any more: drop it from cliHostWrites", f, imp)
+		}
+	}
+	for f := range files {
+		if p := daemonPart(path.Dir(f)); p != "" && p != "root" && !slices.Contains(daemonResources, p) && !slices.Contains(daemonLibraries, p) {
+			t.Errorf("%s: daemon/%s is neither a resource nor a library: add it to daemonResources or daemonLibraries", f, p)
+		}
+	}
+	for _, p := range append(slices.Clone(daemonResources), daemonLibraries...) {
+		if _, err := os.Stat(filepath.Join("..", "daemon", p)); err != nil && p != "deploy" && p != "openstack" {
+			t.Errorf("daemon/%s: %v (update daemonResources or daemonLibraries)", p, err)
+		}
+	}
+	for _, e := range daemonOutside {
+		if _, err := os.Stat(filepath.Join("..", strings.TrimSuffix(e.imp, "/"))); err != nil {
+			continue // not moved there yet
+		}
+		used := false
+		for f, imps := range files {
+			for _, imp := range imps {
+				rel := strings.TrimPrefix(imp, module+"/")
+				used = used || strings.HasPrefix(f, e.under) && (rel == e.imp || strings.HasSuffix(e.imp, "/") && strings.HasPrefix(rel, e.imp))
+			}
+		}
+		if !used {
+			t.Errorf("nothing under %s imports %s any more: drop it from daemonOutside", e.under, e.imp)
 		}
 	}
 }
@@ -209,9 +337,66 @@ func TestImportRulesCatchBadImports(t *testing.T) {
 		{"daemon/store/schema.go", module + "/bootstrap/fsutil"},
 		{"cmd/osd/service.go", module + "/bootstrap/fsutil"},
 		{"cmd/osd/service.go", module + "/daemon/client"},
+		{"daemon/join/join.go", module + "/daemon/hostplan"},
+		{"daemon/members/members.go", module + "/daemon/cluster"},
+		{"daemon/converge/converge.go", module + "/daemon/state"},
+		{"daemon/deployment/storage_test.go", module + "/daemon/storage"},
+		{"daemon/hostplan/firewall.go", module + "/daemon/deploy"},
+		{"daemon/deployment/cloud.go", module + "/daemon/openstack"},
+		{"daemon/node/node.go", module + "/daemon/cluster"},
+		{"daemon/deploy/helmclient/client.go", module + "/daemon/deploy"},
+		{"daemon/daemon.go", module + "/daemon/members"},
+		{"daemon/api/init.go", "time"},
+		{"bootstrap/preflight/decide.go", module + "/daemon/api"},
+		{"bootstrap/graph_test.go", module + "/daemon/store"},
+		{"charts/apis_test.go", module + "/daemon/deploy"},
+		{"charts/apis_test.go", module + "/daemon/deploy/helmclient"},
+		{"charts/ceph_image_test.go", module + "/daemon/storage"},
+		{"test/cluster_test.go", module + "/daemon/cluster"},
+		{"cmd/osd/reset.go", module + "/daemon/reset"},
 	} {
 		if v := importViolations(map[string][]string{c.file: {c.imp}}); len(v) != 0 {
 			t.Errorf("%s importing %s is refused: %v, want it allowed", c.file, c.imp, v)
+		}
+	}
+}
+
+// TestImportRulesCatchDaemonLayering feeds the daemon's layering rules deliberately bad
+// imports: each is caught by the rule meant for it (its reason says so).
+func TestImportRulesCatchDaemonLayering(t *testing.T) {
+	const (
+		resources = "are resources"
+		library   = "a library imports no resource"
+		unknown   = "neither a resource nor a library"
+		leaf      = "daemon/api is a leaf"
+		outside   = "outside daemon/"
+	)
+	for _, c := range []struct{ file, imp, want string }{
+		{"daemon/join/join.go", module + "/daemon/converge", resources},
+		{"daemon/deployment/spec.go", module + "/daemon/images", resources},
+		{"daemon/members/describe.go", module + "/daemon/deployment", resources},
+		{"daemon/converge/converge.go", module + "/daemon/storage", resources},
+		{"daemon/reset/reset.go", module + "/daemon/converge", resources},
+		{"daemon/hostplan/plan.go", module + "/daemon/storage", library},
+		{"daemon/node/node.go", module + "/daemon/members", library},
+		{"daemon/cluster/join.go", module + "/daemon/join", library},
+		{"daemon/cluster/join_test.go", module + "/daemon/join", library},
+		{"daemon/deploy/controller.go", module + "/daemon/images", library},
+		{"daemon/openstack/launch.go", module + "/daemon/launch", library},
+		{"daemon/newthing/thing.go", module + "/daemon/store", unknown},
+		{"daemon/join/join.go", module + "/daemon/newthing", unknown},
+		{"daemon/api/init.go", module + "/daemon/rest", leaf},
+		{"daemon/api/api_test.go", module + "/bootstrap", leaf},
+		{"bootstrap/images/archive.go", module + "/daemon/store", outside},
+		{"bootstrap/bootstrap_test.go", module + "/daemon/cluster", outside},
+		{"hypervisor/kvm_test.go", module + "/daemon/store", outside},
+		{"netsetup/ovnsb/client_test.go", module + "/daemon/api", outside},
+		{"charts/charts_test.go", module + "/daemon/storage", outside},
+		{"charts/charts.go", module + "/daemon/deploy", outside},
+	} {
+		v := importViolations(map[string][]string{c.file: {c.imp}})
+		if !slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, c.want) }) {
+			t.Errorf("%s importing %s: violations %v, want one saying %q", c.file, c.imp, v, c.want)
 		}
 	}
 }

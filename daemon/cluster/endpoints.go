@@ -83,13 +83,11 @@ func (s *Service) postJoin(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if s.Peers != nil {
-		// The joiner's agent and tunnel reach this host from where it asked from: open
-		// the firewall to that address before it has its credential (not to any other
-		// address the request names: the token holder would choose what is trusted).
-		if err := s.Peers(r.Context(), joinerAddresses(r.RemoteAddr), nil); err != nil {
-			return rest.ErrorResponse(fmt.Errorf("open the host firewall to the joining node: %w", err))
-		}
+	// The joiner's agent and tunnel reach this host from where it asked from: open the
+	// firewall to that address before it has its credential (not to any other address
+	// the request names: the token holder would choose what is trusted).
+	if err := s.hooks.Peers(r.Context(), joinerAddresses(r.RemoteAddr), nil); err != nil {
+		return rest.ErrorResponse(fmt.Errorf("open the host firewall to the joining node: %w", err))
 	}
 	return rest.SyncResponse(resp)
 }
@@ -141,7 +139,7 @@ func (s *Service) getMembers(r *http.Request) rest.Response {
 
 func (s *Service) getMember(r *http.Request) rest.Response {
 	name := rest.Var(r, "name")
-	m, err := s.DB.GetMember(r.Context(), name)
+	m, err := s.db.GetMember(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
 		return rest.ErrorResponse(errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name))
 	}
@@ -150,15 +148,11 @@ func (s *Service) getMember(r *http.Request) rest.Response {
 	}
 	out := memberFromRecord(m)
 	out.Version, out.HeldImages = s.versions.get(name), s.versions.heldImages(name)
-	if s.NodeStates != nil {
-		states, err := s.NodeStates(r.Context())
-		out.NodeState = NodeStateOf(states, err, name)
-	}
-	if s.Describe != nil {
-		ms := []api.Member{out}
-		s.Describe(r.Context(), ms)
-		out = ms[0]
-	}
+	states, err := s.hooks.NodeStates(r.Context())
+	out.NodeState = NodeStateOf(states, err, name)
+	ms := []api.Member{out}
+	s.hooks.Describe(r.Context(), ms)
+	out = ms[0]
 	return rest.SyncResponse(out)
 }
 
@@ -170,9 +164,6 @@ func (s *Service) putMaintenance(r *http.Request) rest.Response {
 	if err := rest.DecodeJSON(r, &req, 4096); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if s.Maintenance == nil {
-		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "maintenance needs the cluster's Kubernetes: run osd init first"))
-	}
 	ms, err := s.ListMembers(r.Context())
 	if err != nil {
 		return rest.ErrorResponse(err)
@@ -181,7 +172,7 @@ func (s *Service) putMaintenance(r *http.Request) rest.Response {
 	if i < 0 {
 		return rest.ErrorResponse(errorf(ErrNotMember, "%s is neither a member of the cluster nor this node (osd cluster list)", name))
 	}
-	if err := s.Maintenance(r.Context(), name, req.Enabled); err != nil {
+	if err := s.hooks.Maintenance(r.Context(), name, req.Enabled); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if ms, err = s.ListMembers(r.Context()); err != nil {
@@ -195,10 +186,10 @@ func (s *Service) putMaintenance(r *http.Request) rest.Response {
 
 // caller identifies who sent r (over the unix socket: nobody, with no certificate).
 func (s *Service) caller(r *http.Request) Caller {
-	if s.Trust == nil {
+	if s.trust == nil {
 		return Caller{Role: RoleAnyone}
 	}
-	return s.Trust.Identify(peerCert(r), s.now())
+	return s.trust.Identify(peerCert(r), s.now())
 }
 
 // itself checks that r comes from member name's own certificate; a removed member's
@@ -226,15 +217,15 @@ func (s *Service) postHeartbeat(r *http.Request) rest.Response {
 			return rest.ErrorResponse(err)
 		}
 	}
-	if err := s.DB.MemberHeartbeat(r.Context(), name, s.now()); err != nil {
+	if err := s.db.MemberHeartbeat(r.Context(), name, s.now()); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if hb.Version != "" || hb.Images != nil {
 		s.versions.set(name, hb.Version, hb.Images)
 	}
-	if m, err := s.DB.GetMember(r.Context(), name); err == nil && m.Fingerprint == c.Fingerprint {
+	if m, err := s.db.GetMember(r.Context(), name); err == nil && m.Fingerprint == c.Fingerprint {
 		// The member holds its newest certificate: the ones it renewed away go.
-		if n, err := s.DB.PruneMemberCerts(r.Context(), name); err != nil {
+		if n, err := s.db.PruneMemberCerts(r.Context(), name); err != nil {
 			return rest.ErrorResponse(err)
 		} else if n > 0 {
 			if err := s.reloadTrust(r.Context()); err != nil {
@@ -268,7 +259,7 @@ func (s *Service) postCertificate(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	rec := store.TrustRecord{Fingerprint: Fingerprint(cert), Name: name, Kind: TrustKindMember, CertPEM: string(certPEM), AddedAt: s.now()}
-	if err := s.DB.RenewMemberCert(r.Context(), rec); err != nil {
+	if err := s.db.RenewMemberCert(r.Context(), rec); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if err := s.reloadTrust(r.Context()); err != nil {
@@ -283,14 +274,11 @@ func (s *Service) postChassisCert(r *http.Request) rest.Response {
 	if _, err := s.itself(r, name); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if s.SignChassis == nil {
-		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "this daemon does not sign OVN chassis certificates"))
-	}
 	var req api.ChassisCertRequest
 	if err := rest.DecodeJSON(r, &req, maxCSR+1024); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	cert, ca, err := s.SignChassis(r.Context(), name, req.SystemID, req.CSR)
+	cert, ca, err := s.hooks.SignChassis(r.Context(), name, req.SystemID, req.CSR)
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -298,7 +286,7 @@ func (s *Service) postChassisCert(r *http.Request) rest.Response {
 }
 
 func (s *Service) getTokens(r *http.Request) rest.Response {
-	toks, err := ListTokens(r.Context(), s.DB, s.now())
+	toks, err := ListTokens(r.Context(), s.db, s.now())
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -317,12 +305,9 @@ func (s *Service) postToken(r *http.Request) rest.Response {
 			return rest.ErrorResponse(errorf(ErrInvalid, "ttl %q is not a duration such as 1h or 30m", req.TTL))
 		}
 	}
-	var addrs []string
-	if s.Addresses != nil {
-		addrs = s.Addresses()
-	}
+	addrs := s.addresses()
 	now := s.now()
-	if _, err := PurgeExpired(r.Context(), s.DB, now); err != nil {
+	if _, err := PurgeExpired(r.Context(), s.db, now); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	roles := req.Roles
@@ -333,15 +318,13 @@ func (s *Service) postToken(r *http.Request) rest.Response {
 	if err != nil {
 		return rest.ErrorResponse(errorf(ErrInvalid, "%w", err))
 	}
-	tok, err := Issue(r.Context(), s.DB, req.Name, roles, ttl, addrs, s.CA.Fingerprint(), now)
+	tok, err := Issue(r.Context(), s.db, req.Name, roles, ttl, addrs, s.ca.Fingerprint(), now)
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if s.TokenIssued != nil {
-		if err := s.TokenIssued(r.Context(), tok.Name); err != nil {
-			_ = Revoke(r.Context(), s.DB, tok.Name, now)
-			return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "no token issued: a node called %s could not be let in to Kubernetes (try again): %w", tok.Name, err))
-		}
+	if err := s.hooks.TokenIssued(r.Context(), tok.Name); err != nil {
+		_ = Revoke(r.Context(), s.db, tok.Name, now)
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "no token issued: a node called %s could not be let in to Kubernetes (try again): %w", tok.Name, err))
 	}
 	return rest.SyncResponseLocation(rest.APIPrefix+"/cluster/tokens/"+tok.Name,
 		api.IssuedToken{Name: tok.Name, Roles: roles, Token: tok.Encode(), Expires: tok.Expires})
@@ -352,21 +335,19 @@ func (s *Service) deleteToken(r *http.Request) rest.Response {
 	if err := ValidateName(name); err != nil {
 		return rest.ErrorResponse(errorf(ErrInvalid, "%w", err))
 	}
-	if s.TokenDropped != nil {
-		// First the k3s credential the token's join may have received: a revoked token
-		// must not leave a node able to register.
-		if err := s.TokenDropped(r.Context(), name); err != nil {
-			return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "not revoked: the agent credentials of %s could not be dropped (try again): %w", name, err))
-		}
+	// First the k3s credential the token's join may have received: a revoked token must
+	// not leave a node able to register.
+	if err := s.hooks.TokenDropped(r.Context(), name); err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrNotReady, "not revoked: the agent credentials of %s could not be dropped (try again): %w", name, err))
 	}
-	if err := Revoke(r.Context(), s.DB, name, s.now()); err != nil {
+	if err := Revoke(r.Context(), s.db, name, s.now()); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	return rest.EmptySyncResponse
 }
 
 func (s *Service) getTrust(r *http.Request) rest.Response {
-	recs, err := s.DB.ListTrust(r.Context())
+	recs, err := s.db.ListTrust(r.Context())
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -383,7 +364,7 @@ func (s *Service) postTrust(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	now := s.now()
-	fp, err := AddTrust(r.Context(), s.DB, req.Name, []byte(req.Certificate), TrustKindClient, now)
+	fp, err := AddTrust(r.Context(), s.db, req.Name, []byte(req.Certificate), TrustKindClient, now)
 	if err != nil {
 		return rest.ErrorResponse(err)
 	}
@@ -396,7 +377,7 @@ func (s *Service) postTrust(r *http.Request) rest.Response {
 
 func (s *Service) deleteTrust(r *http.Request) rest.Response {
 	fp := rest.Var(r, "fingerprint")
-	t, err := s.DB.GetTrust(r.Context(), fp)
+	t, err := s.db.GetTrust(r.Context(), fp)
 	if errors.Is(err, store.ErrNotFound) {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrNotFound, "certificate %s is not trusted (osd trust list)", fp))
 	}
@@ -406,7 +387,7 @@ func (s *Service) deleteTrust(r *http.Request) rest.Response {
 	if t.Kind == TrustKindMember {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "certificate %s belongs to member %s: remove the member instead (osd cluster remove %s)", fp, t.Name, t.Name))
 	}
-	if err := s.DB.RemoveTrust(r.Context(), fp); err != nil {
+	if err := s.db.RemoveTrust(r.Context(), fp); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if err := s.reloadTrust(r.Context()); err != nil {
@@ -418,7 +399,7 @@ func (s *Service) deleteTrust(r *http.Request) rest.Response {
 // RemoveMember forgets member name and stops trusting its certificate. The daemon calls
 // it after draining and deleting the member's k3s node.
 func (s *Service) RemoveMember(ctx context.Context, name string) error {
-	if err := s.DB.RemoveMember(ctx, name, s.now()); err != nil {
+	if err := s.db.RemoveMember(ctx, name, s.now()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name)
 		}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/osdcloud/osd/daemon/api"
@@ -89,17 +88,15 @@ func nodeLabel(n api.Member) string {
 // Hostnames implements JoinDeps: this node (named by Local, else "this node") with its
 // OS hostname, and every member with the hostname recorded when it joined.
 func (s *Service) Hostnames(ctx context.Context) ([]api.Member, error) {
-	recs, err := s.DB.ListMembers(ctx)
+	recs, err := s.db.ListMembers(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]api.Member, 0, len(recs)+1)
 	if self := s.selfHostname(); self != "" {
 		name := "this node"
-		if s.Local != nil {
-			if m := s.Local(); m != nil {
-				name = m.Name
-			}
+		if m := s.hooks.Local(); m != nil {
+			name = m.Name
 		}
 		out = append(out, api.Member{Name: name, Hostname: self, Local: true})
 	}
@@ -110,10 +107,4 @@ func (s *Service) Hostnames(ctx context.Context) ([]api.Member, error) {
 }
 
 // selfHostname is this host's OS hostname ("" when it cannot be read).
-func (s *Service) selfHostname() string {
-	if s.Hostname != nil {
-		return s.Hostname()
-	}
-	h, _ := os.Hostname()
-	return h
-}
+func (s *Service) selfHostname() string { return s.hooks.Hostname() }

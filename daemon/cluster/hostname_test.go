@@ -128,11 +128,11 @@ func refused(t *testing.T, tc *testCluster, err error, hostname, other, again, b
 func TestJoinRefusesTakenHostname(t *testing.T) {
 	const joinAgain = "and add it to /etc/hosts) and run osd join again with the same token"
 	tc := startCluster(t)
-	tc.svc.Hostname = func() string { return "vm" }
-	tc.svc.Local = func() *api.Member { return &api.Member{Name: "node1", Local: true} }
+	tc.hooks.hostname = func() string { return "vm" }
+	tc.hooks.local = func() *api.Member { return &api.Member{Name: "node1", Local: true} }
 	var agents atomic.Int32
-	agent := tc.svc.Agent
-	tc.svc.Agent = func(ctx context.Context, name string) (AgentCredential, error) {
+	agent := tc.hooks.agent
+	tc.hooks.agent = func(ctx context.Context, name string) (AgentCredential, error) {
 		agents.Add(1)
 		return agent(ctx, name)
 	}

@@ -33,11 +33,58 @@ import (
 // what they were asked): the real one is exercised by the two-node test.
 type testCluster struct {
 	svc      *Service
+	hooks    *testHooks
 	ca       *CA
 	db       *store.DB
 	addr     string
 	guard    *Guard
 	admitted chan string
+}
+
+// testHooks are the test cluster's Kubernetes and host: each func, when set, answers its
+// hook; NoHooks answers the others.
+type testHooks struct {
+	NoHooks
+	agent       func(ctx context.Context, name string) (AgentCredential, error)
+	admit       func(ctx context.Context, name string, roles []string) error
+	hostname    func() string
+	local       func() *api.Member
+	signChassis func(ctx context.Context, member, systemID, csrPEM string) ([]byte, []byte, error)
+}
+
+func (h *testHooks) AgentCredential(ctx context.Context, name string) (AgentCredential, error) {
+	if h.agent != nil {
+		return h.agent(ctx, name)
+	}
+	return h.NoHooks.AgentCredential(ctx, name)
+}
+
+func (h *testHooks) Admit(ctx context.Context, name string, roles []string) error {
+	if h.admit != nil {
+		return h.admit(ctx, name, roles)
+	}
+	return nil
+}
+
+func (h *testHooks) Hostname() string {
+	if h.hostname != nil {
+		return h.hostname()
+	}
+	return h.NoHooks.Hostname()
+}
+
+func (h *testHooks) Local() *api.Member {
+	if h.local != nil {
+		return h.local()
+	}
+	return nil
+}
+
+func (h *testHooks) SignChassis(ctx context.Context, member, systemID, csrPEM string) ([]byte, []byte, error) {
+	if h.signChassis != nil {
+		return h.signChassis(ctx, member, systemID, csrPEM)
+	}
+	return h.NoHooks.SignChassis(ctx, member, systemID, csrPEM)
 }
 
 // testAccess is Access plus the protected test route, for operators only.
@@ -74,19 +121,16 @@ func startClusterWith(t testing.TB, limits GuardLimits) *testCluster {
 		t.Fatal(err)
 	}
 	tc := &testCluster{ca: ca, db: db, addr: l.Addr().String(), admitted: make(chan string, 16)}
-	tc.svc = &Service{
-		DB:    db,
-		CA:    ca,
-		Trust: trust,
-		Agent: func(_ context.Context, name string) (AgentCredential, error) {
+	tc.hooks = &testHooks{
+		agent: func(_ context.Context, name string) (AgentCredential, error) {
 			return AgentCredential{ServerURL: "https://127.0.0.1:6443", Token: "K10hash::abcdef.0123456789abcdef", Expires: time.Now().Add(time.Minute)}, nil
 		},
-		Admit: func(_ context.Context, name string, roles []string) error {
+		admit: func(_ context.Context, name string, roles []string) error {
 			tc.admitted <- name + " " + strings.Join(roles, ",")
 			return nil
 		},
-		Addresses: func() []string { return []string{tc.addr} },
 	}
+	tc.svc = New(Config{DB: db, CA: ca, Trust: trust, Addresses: func() []string { return []string{tc.addr} }}, tc.hooks)
 	endpoints := append(tc.svc.Endpoints(), rest.Endpoint{Path: "protected", Get: rest.Action{Handler: func(*http.Request) rest.Response {
 		return rest.SyncResponse(map[string]string{"answer": "42"})
 	}}})
@@ -123,7 +167,7 @@ func (tc *testCluster) trustedClient(t testing.TB, name string) *tls.Certificate
 	if _, err := AddTrust(context.Background(), tc.db, name, certPEM, TrustKindClient, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.svc.Trust.Load(context.Background(), tc.db); err != nil {
+	if err := tc.svc.trust.Load(context.Background(), tc.db); err != nil {
 		t.Fatal(err)
 	}
 	return cert
@@ -232,8 +276,8 @@ func (tc *testCluster) stubRouter(t testing.TB, table AccessTable) string {
 	}
 	limits := DefaultGuardLimits
 	limits.MaxAnonymousPerSource = limits.MaxAnonymous // one client makes every request here
-	g := NewGuard(l, ServerTLSConfig(cert), tc.svc.Trust, limits)
-	router := rest.NewRouter(eps, rest.WithAuthorizer(Authorizer(tc.svc.Trust, table, GuardLimits{})))
+	g := NewGuard(l, ServerTLSConfig(cert), tc.svc.trust, limits)
+	router := rest.NewRouter(eps, rest.WithAuthorizer(Authorizer(tc.svc.trust, table, GuardLimits{})))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rest.Serve(ctx, g, router, rest.WithConnState(g.ConnState)) }()
@@ -825,7 +869,7 @@ func TestChassisCertRoute(t *testing.T) {
 	id := tc.join(t, "node2", t.TempDir(), "compute")
 	other := tc.join(t, "node4", t.TempDir(), "compute")
 	var got []string
-	tc.svc.SignChassis = func(ctx context.Context, member, systemID, csrPEM string) ([]byte, []byte, error) {
+	tc.hooks.signChassis = func(ctx context.Context, member, systemID, csrPEM string) ([]byte, []byte, error) {
 		got = append(got, member+"/"+systemID)
 		if systemID == "taken" {
 			return nil, nil, rest.Errorf(rest.ErrConflict, "chassis taken belongs to host node9")

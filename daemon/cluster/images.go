@@ -12,6 +12,15 @@ import (
 	"github.com/osdcloud/osd/daemon/client"
 )
 
+// ImageSource is where a member fetches the images of its roles from: the catalog and
+// each blob by digest from an offset on (a BlobSource of package bootstrap/images).
+// ClusterImages is the cluster's; the image resource takes any (images.Service's
+// SyncFromCluster).
+type ImageSource interface {
+	List(ctx context.Context) ([]api.ImageStatus, error)
+	Blob(ctx context.Context, h v1.Hash, offset int64) (io.ReadCloser, int64, error)
+}
+
 // ClusterImages is the member's view of the images the cluster serves: the catalog
 // (GET /1.0/images) and each blob by digest (GET /1.0/images/blobs/{digest}, ranges
 // allowed), over the member's certificate with the cluster CA pinned. It is a

@@ -159,81 +159,61 @@ func checkHostname(ctx context.Context, deps JoinDeps, req api.JoinRequest, comp
 	return hostnameConflict(req.Name, req.Hostname, nodes, completing)
 }
 
-// AgentCredentialFunc issues node name's agent credential (the daemon's embedded k3s).
-type AgentCredentialFunc func(ctx context.Context, name string) (AgentCredential, error)
-
-// Service is the cluster's server side backed by the state database and the CA: it
-// implements JoinDeps and the API endpoints.
-type Service struct {
-	DB    *store.DB
-	CA    *CA
-	Agent AgentCredentialFunc
-	Trust *TrustSet // reloaded after every trust change
-	// Addresses are this daemon's HTTPS addresses, for tokens.
+// Config is what the cluster's server side is made of.
+type Config struct {
+	DB *store.DB
+	CA *CA
+	// Trust is reloaded after every trust change (nil: callers are not identified).
+	Trust *TrustSet
+	// Addresses are this daemon's HTTPS addresses, for tokens (nil: none).
 	Addresses func() []string
-	Now       func() time.Time // nil: time.Now
 	// MemberCertLifetime is how long member certificates last (0: MemberCertLifetime).
 	// Members renew theirs over the API when half of it has passed.
 	MemberCertLifetime time.Duration
-	// NodeStates, when set, gives listings each member's Kubernetes node state.
-	NodeStates NodeStatesFunc
-	// Local, when set, describes this daemon as the first entry of listings (nil: none).
-	Local func() *api.Member
-	// RemoveNode, when set, takes a member's node out of Kubernetes before removal and
-	// makes sure a node of that name cannot register again with what it kept.
-	RemoveNode RemoveNodeFunc
-	// Admit, when set, runs once member name has completed its join: it gives its node
-	// the labels of roles and drops its agent credentials. An error fails the completion,
-	// which the joiner retries.
-	Admit func(ctx context.Context, name string, roles []string) error
-	// TokenIssued, when set, runs when a join token is issued for name (an operator's
-	// decision to let a node of that name in, again after a removal).
-	TokenIssued func(ctx context.Context, name string) error
-	// TokenDropped, when set, runs when the join token of name can no longer be used
-	// before its join completed (revoked): it drops the node's agent credentials.
-	TokenDropped func(ctx context.Context, name string) error
-	// SignChassis, when set, signs member's OVN chassis certificate for systemID (its
-	// Open vSwitch's) and the key of csrPEM; it returns the certificate and the OVN CA.
-	// Errors wrap rest sentinels.
-	SignChassis func(ctx context.Context, member, systemID, csrPEM string) (certPEM, caPEM []byte, err error)
-	// Maintenance, when set, puts node name into maintenance (on) or takes it out.
-	Maintenance func(ctx context.Context, name string, on bool) error
-	// Describe, when set, completes listings with what Kubernetes and the cloud know of
-	// each node: maintenance, tunnel endpoint, images, state held.
-	Describe func(ctx context.Context, members []api.Member)
-	// Hostname, when set, is this host's OS hostname, which a joining host's must differ
-	// from (nil: os.Hostname).
-	Hostname func() string
-	// Peers, when set, opens the host firewall to addresses (add: a joiner whose join was
-	// accepted, before it gets its Kubernetes credential) or closes it (remove: a removed
-	// member's).
-	Peers func(ctx context.Context, add, remove []string) error
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Service is the cluster's server side backed by the state database and the CA: it
+// implements JoinDeps and the API endpoints, and asks the rest of the daemon what only it
+// knows through its Hooks.
+type Service struct {
+	db           *store.DB
+	ca           *CA
+	trust        *TrustSet
+	addresses    func() []string
+	certLifetime time.Duration
+	now          func() time.Time
+	hooks        Hooks
 
 	versions versions
 }
 
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+// New returns the cluster's server side of cfg, asking hooks what Kubernetes, the cloud
+// and the host know.
+func New(cfg Config, hooks Hooks) *Service {
+	s := &Service{db: cfg.DB, ca: cfg.CA, trust: cfg.Trust, addresses: cfg.Addresses, certLifetime: cfg.MemberCertLifetime,
+		now: cfg.Now, hooks: hooks}
+	if s.addresses == nil {
+		s.addresses = func() []string { return nil }
 	}
-	return time.Now()
-}
-
-func (s *Service) memberCertLifetime() time.Duration {
-	if s.MemberCertLifetime > 0 {
-		return s.MemberCertLifetime
+	if s.certLifetime <= 0 {
+		s.certLifetime = MemberCertLifetime
 	}
-	return MemberCertLifetime
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
 }
 
 // VerifyToken implements JoinDeps.
 func (s *Service) VerifyToken(ctx context.Context, name, secret string) ([]string, error) {
-	return Verify(ctx, s.DB, name, secret, s.now())
+	return Verify(ctx, s.db, name, secret, s.now())
 }
 
 // IsMember implements JoinDeps.
 func (s *Service) IsMember(ctx context.Context, name string) (bool, error) {
-	_, err := s.DB.GetMember(ctx, name)
+	_, err := s.db.GetMember(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -242,18 +222,15 @@ func (s *Service) IsMember(ctx context.Context, name string) (bool, error) {
 
 // IssueMemberCert implements JoinDeps.
 func (s *Service) IssueMemberCert(name string, pub crypto.PublicKey) ([]byte, error) {
-	return IssueMemberCert(s.CA, name, pub, s.now(), s.memberCertLifetime())
+	return IssueMemberCert(s.ca, name, pub, s.now(), s.certLifetime)
 }
 
 // CACertPEM implements JoinDeps.
-func (s *Service) CACertPEM() []byte { return s.CA.CertPEM }
+func (s *Service) CACertPEM() []byte { return s.ca.CertPEM }
 
 // AgentCredential implements JoinDeps.
 func (s *Service) AgentCredential(ctx context.Context, name string) (AgentCredential, error) {
-	if s.Agent == nil {
-		return AgentCredential{}, errors.New("no kubernetes server in this daemon")
-	}
-	return s.Agent(ctx, name)
+	return s.hooks.AgentCredential(ctx, name)
 }
 
 // HandleJoinComplete registers the joiner once its k3s agent has joined. The request
@@ -279,7 +256,7 @@ func (s *Service) HandleJoinComplete(ctx context.Context, req api.JoinRequest, p
 		if !errors.Is(err, ErrTokenConsumed) {
 			return api.Member{}, err
 		}
-		m, merr := s.DB.GetMember(ctx, req.Name)
+		m, merr := s.db.GetMember(ctx, req.Name)
 		if merr != nil || m.Fingerprint != fp {
 			return api.Member{}, err
 		}
@@ -293,7 +270,7 @@ func (s *Service) HandleJoinComplete(ctx context.Context, req api.JoinRequest, p
 	now := s.now()
 	rec := store.MemberRecord{Name: req.Name, Address: req.Address, Fingerprint: fp, Roles: roles, JoinedAt: now, Hostname: req.Hostname}
 	trust := store.TrustRecord{Fingerprint: fp, Name: req.Name, Kind: TrustKindMember, CertPEM: string(pemCert(peer)), AddedAt: now}
-	if err := s.DB.CompleteJoin(ctx, rec, trust, now); err != nil {
+	if err := s.db.CompleteJoin(ctx, rec, trust, now); err != nil {
 		switch {
 		case errors.Is(err, store.ErrExists):
 			return api.Member{}, errorf(ErrAlreadyMember, "%s or its certificate is already registered: remove it first (osd cluster remove %s)", req.Name, req.Name)
@@ -310,10 +287,8 @@ func (s *Service) HandleJoinComplete(ctx context.Context, req api.JoinRequest, p
 
 // admit runs Admit for a registered member and returns it.
 func (s *Service) admit(ctx context.Context, m store.MemberRecord) (api.Member, error) {
-	if s.Admit != nil {
-		if err := s.Admit(ctx, m.Name, m.Roles); err != nil {
-			return api.Member{}, rest.Errorf(rest.ErrNotReady, "%s is registered, but its node could not be admitted yet (retry): %w", m.Name, err)
-		}
+	if err := s.hooks.Admit(ctx, m.Name, m.Roles); err != nil {
+		return api.Member{}, rest.Errorf(rest.ErrNotReady, "%s is registered, but its node could not be admitted yet (retry): %w", m.Name, err)
 	}
 	return memberFromRecord(m), nil
 }
@@ -321,7 +296,7 @@ func (s *Service) admit(ctx context.Context, m store.MemberRecord) (api.Member, 
 // checkMemberCert verifies that cert was issued by the cluster CA to name for client use.
 func (s *Service) checkMemberCert(cert *x509.Certificate, name string) error {
 	roots := x509.NewCertPool()
-	roots.AddCert(s.CA.Cert)
+	roots.AddCert(s.ca.Cert)
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: s.now(),
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		return rest.Errorf(rest.ErrForbidden, "the client certificate is not a member certificate of this cluster: %v", err)
@@ -333,10 +308,10 @@ func (s *Service) checkMemberCert(cert *x509.Certificate, name string) error {
 }
 
 func (s *Service) reloadTrust(ctx context.Context) error {
-	if s.Trust == nil {
+	if s.trust == nil {
 		return nil
 	}
-	if err := s.Trust.Load(ctx, s.DB); err != nil {
+	if err := s.trust.Load(ctx, s.db); err != nil {
 		return fmt.Errorf("reload trusted certificates: %w", err)
 	}
 	return nil

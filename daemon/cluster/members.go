@@ -16,14 +16,6 @@ import (
 	"github.com/osdcloud/osd/daemon/store"
 )
 
-// NodeStatesFunc returns the Kubernetes state (api.NodeReady, api.NodeNotReady) of every node by
-// name, as the cluster's Kubernetes sees it.
-type NodeStatesFunc func(ctx context.Context) (map[string]string, error)
-
-// RemoveNodeFunc takes a member's node out of Kubernetes before its record goes: refuses
-// (rest.ErrConflict) while VMs run on it unless force, then cordons, drains and deletes it.
-type RemoveNodeFunc func(ctx context.Context, name string, force bool) error
-
 // versions remembers what each member said in its heartbeats: its osd version and the
 // images it holds (in memory: the next heartbeat after a restart brings it back).
 type versions struct {
@@ -66,32 +58,24 @@ func (v *versions) forget(name string) {
 // ListMembers returns this daemon (when Local says it is a member) and every joined member,
 // each with its Kubernetes node state and osd version.
 func (s *Service) ListMembers(ctx context.Context) ([]api.Member, error) {
-	recs, err := s.DB.ListMembers(ctx)
+	recs, err := s.db.ListMembers(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []api.Member
-	if s.Local != nil {
-		if self := s.Local(); self != nil {
-			out = append(out, *self)
-		}
+	if self := s.hooks.Local(); self != nil {
+		out = append(out, *self)
 	}
 	for _, r := range recs {
 		m := memberFromRecord(r)
 		m.Version, m.HeldImages = s.versions.get(m.Name), s.versions.heldImages(m.Name)
 		out = append(out, m)
 	}
-	var states map[string]string
-	var statesErr error = errors.New("no Kubernetes here")
-	if s.NodeStates != nil {
-		states, statesErr = s.NodeStates(ctx)
-	}
+	states, statesErr := s.hooks.NodeStates(ctx)
 	for i := range out {
 		out[i].NodeState = NodeStateOf(states, statesErr, out[i].Name)
 	}
-	if s.Describe != nil {
-		s.Describe(ctx, out)
-	}
+	s.hooks.Describe(ctx, out)
 	return out, nil
 }
 
@@ -113,25 +97,21 @@ func (s *Service) deleteMember(r *http.Request) rest.Response {
 	if force != "" && force != "true" && force != "1" && force != "false" && force != "0" {
 		return rest.ErrorResponse(errorf(ErrInvalid, "force=%q, want true or false", force))
 	}
-	m, err := s.DB.GetMember(r.Context(), name)
+	m, err := s.db.GetMember(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
 		return rest.ErrorResponse(errorf(ErrNotMember, "%s is not a member of the cluster (osd cluster list)", name))
 	} else if err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if s.RemoveNode != nil {
-		if err := s.RemoveNode(r.Context(), name, force == "true" || force == "1"); err != nil {
-			return rest.ErrorResponse(err)
-		}
+	if err := s.hooks.RemoveNode(r.Context(), name, force == "true" || force == "1"); err != nil {
+		return rest.ErrorResponse(err)
 	}
 	if err := s.RemoveMember(r.Context(), name); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	s.versions.forget(name)
-	if s.Peers != nil {
-		if err := s.Peers(r.Context(), nil, []string{m.Address}); err != nil {
-			slog.Error("close the host firewall to a removed member", "member", name, "err", err)
-		}
+	if err := s.hooks.Peers(r.Context(), nil, []string{m.Address}); err != nil {
+		slog.Error("close the host firewall to a removed member", "member", name, "err", err)
 	}
 	return rest.EmptySyncResponse
 }

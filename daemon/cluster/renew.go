@@ -81,7 +81,7 @@ func (s *Service) RunPurge(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if n, err := PurgeExpired(ctx, s.DB, s.now()); err != nil {
+			if n, err := PurgeExpired(ctx, s.db, s.now()); err != nil {
 				slog.Warn("purging expired join tokens failed", "error", err)
 			} else if n > 0 {
 				slog.Info("purged expired join tokens", "count", n)

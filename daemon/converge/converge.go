@@ -7,11 +7,9 @@ package converge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -21,55 +19,73 @@ import (
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/operations"
 	"github.com/osdcloud/osd/daemon/state"
-	"github.com/osdcloud/osd/daemon/storage"
+	"github.com/osdcloud/osd/daemon/store"
 )
 
 // OperationKind is the kind of converge operations.
 const OperationKind = "init"
 
-// MoreSteps are the steps after the host and its Kubernetes node (the images, the
-// deployment, the day-one resources), given a function that says what the running step
-// is doing now.
-type MoreSteps func(detail func(string)) []bootstrap.Step
+// Deps are what the init resource is given when it is made.
+type Deps struct {
+	// Run is the run's state GET /1.0/init shows (the deployment is given the same).
+	Run *state.InitRun
+	// Storage checks and records osd init's storage choices, and decides the backend.
+	Storage Storage
+	// Images and Cloud add the steps of the full cloud after the host and its node, and
+	// their part of a run's profile.
+	Images Images
+	Cloud  Cloud
+}
+
+// Storage is what a converge needs of the storage resource (storage.Service).
+type Storage interface {
+	// CheckRequest refuses osd init's storage choices the host cannot serve (400, 409).
+	CheckRequest(ctx context.Context, req api.InitRequest, probe func(context.Context) preflight.Decisions) error
+	// RecordRequest puts them into the host record h.
+	RecordRequest(h *store.Host, req api.InitRequest)
+	// Decide records this run's backend and size and updates dec to it.
+	Decide(ctx context.Context, dec *preflight.Decisions, f preflight.Facts) error
+}
+
+// Images is what a converge needs of the image resource (images.Service): its steps
+// (detail says what the running one does now) and its images' part of the profile.
+type Images interface {
+	Steps(detail func(string)) []bootstrap.Step
+	Profile(since time.Time) []api.ImageProfile
+}
+
+// Cloud is what a converge needs of the deployment resource (deployment.Service): the
+// cloud's steps and its releases' part of the profile.
+type Cloud interface {
+	Steps(detail func(string)) []bootstrap.Step
+	Profile(since time.Time) []api.ReleaseProfile
+}
 
 // Service converges this host.
 type Service struct {
-	st   *state.State
-	more MoreSteps
-	// Profiles, when set, give the images' and releases' part of a run's profile.
-	Profiles Profiles
+	st      *state.State
+	run     *state.InitRun
+	storage Storage
+	images  Images
+	cloud   Cloud
 
 	startMu sync.Mutex // one Start at a time
-	mu      sync.Mutex
-	cur     api.InitState
 }
 
-// New returns the converge resource of st; more adds the steps of the full cloud.
-func New(st *state.State, more MoreSteps) *Service {
-	return &Service{st: st, more: more, cur: api.InitState{State: api.ConvergeIdle}}
+// New returns the converge resource of st.
+func New(st *state.State, deps Deps) *Service {
+	return &Service{st: st, run: deps.Run, storage: deps.Storage, images: deps.Images, cloud: deps.Cloud}
 }
 
 // Snapshot is the current or last converge run.
-func (s *Service) Snapshot() api.InitState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.cur
-	c.Steps = append([]api.Step(nil), s.cur.Steps...)
-	return c
-}
+func (s *Service) Snapshot() api.InitState { return s.run.Snapshot() }
 
-func (s *Service) update(f func(*api.InitState)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(&s.cur)
-}
-
-// SetDashboard records Horizon's address for the run's answer.
-func (s *Service) SetDashboard(url string) { s.update(func(c *api.InitState) { c.Dashboard = url }) }
+func (s *Service) update(f func(*api.InitState)) { s.run.Update(f) }
 
 // Start starts a converge run as an operation unless one runs; it returns the run's
 // operation either way. The run's state is running from the moment Start returns.
@@ -132,19 +148,11 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 	var needs map[string][]string
 	defer func() {
 		started := spans.start
-		var images []api.ImageProfile
-		var releases []api.ReleaseProfile
-		if s.Profiles.Images != nil {
-			images = s.Profiles.Images(started)
-		}
-		if s.Profiles.Releases != nil {
-			releases = s.Profiles.Releases(started)
-		}
-		p := BuildProfile(spans.list(), needs, images, releases)
+		p := BuildProfile(spans.list(), needs, s.images.Profile(started), s.cloud.Profile(started))
 		s.update(func(c *api.InitState) { c.Profile = p })
 	}()
 	t0 := time.Now()
-	rep, err := preflight.Run(ctx, PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	rep, err := preflight.Run(ctx, hostplan.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	spans.done(api.Step{Step: "preflight", Took: time.Since(t0)}, time.Now())
 	if err != nil && len(rep.Findings) == 0 {
 		return fmt.Errorf("preflight: %w", err)
@@ -154,12 +162,12 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 	if rep.Failed {
 		return errors.New("preflight failed: fix the failed checks (osd preflight shows them) and run osd init again")
 	}
-	if err := storage.Decide(ctx, s.st, &rep.Decisions, rep.Facts); err != nil {
+	if err := s.storage.Decide(ctx, &rep.Decisions, rep.Facts); err != nil {
 		return err
 	}
 	dec = WireDecisions(rep.Decisions)
 	s.update(func(c *api.InitState) { c.Decision = &dec })
-	if err := RecordSysctls(ctx, s.st); err != nil {
+	if err := hostplan.RecordSysctls(ctx, s.st); err != nil {
 		return err
 	}
 	h, err := s.st.Host(ctx)
@@ -183,7 +191,7 @@ func (s *Service) converge(ctx context.Context, run string, retry bootstrap.Retr
 		if e.Done {
 			spans.done(e, time.Now())
 		}
-		emit(StepLine(e))
+		emit(hostplan.StepLine(e))
 		if e.Done {
 			slog.Info("step", "step", e.Step, "attempt", e.Attempt, "changed", e.Changed, "took", e.Took.Round(time.Millisecond), "err", e.Error, "retry_in", e.RetryIn)
 		}
@@ -203,13 +211,13 @@ func SetStep(steps []api.Step, e api.Step) []api.Step {
 	return steps
 }
 
-// Plan is the converge's steps: the host's, the node's, and with the cloud the steps more
-// adds. Each needs only what it really uses, so a failing step (libvirt at boot) holds
+// Plan is the converge's steps: the host's, the node's, and with the cloud the images'
+// and the deployment's. Each needs only what it really uses, so a failing step (libvirt at boot) holds
 // up nothing else (Kubernetes and the control plane).
 func (s *Service) Plan(dec preflight.Decisions, withCloud bool, detail func(string)) []bootstrap.Step {
-	steps := append(HostSteps(s.st, dec, nil), s.nodeSteps(detail)...)
-	if withCloud && s.more != nil {
-		steps = append(steps, s.more(detail)...)
+	steps := append(hostplan.HostSteps(s.st, dec, nil), s.nodeSteps(detail)...)
+	if withCloud {
+		steps = append(append(steps, s.images.Steps(detail)...), s.cloud.Steps(detail)...)
 	}
 	return steps
 }
@@ -220,7 +228,7 @@ func (s *Service) Plan(dec preflight.Decisions, withCloud bool, detail func(stri
 func (s *Service) nodeSteps(detail func(string)) []bootstrap.Step {
 	n := s.st.Node
 	return []bootstrap.Step{
-		{Name: "kubernetes", Needs: []string{StepFirewall}, Run: n.EnsureServer},
+		{Name: "kubernetes", Needs: []string{hostplan.StepFirewall}, Run: n.EnsureServer},
 		{Name: "kubernetes-node", Needs: []string{"kubernetes"}, Run: func(ctx context.Context) (bool, string, error) { return WaitNodeReady(ctx, n, detail) }},
 		{Name: "node-roles", Needs: []string{"kubernetes-node"}, Run: func(ctx context.Context) (bool, string, error) {
 			cs, err := n.Admin()
@@ -230,24 +238,6 @@ func (s *Service) nodeSteps(detail func(string)) []bootstrap.Step {
 			return node.LabelRoles(ctx, cs, s.st.Cfg.NodeName, cluster.ValidRoles)
 		}},
 	}
-}
-
-// RecordSysctls records the kernel settings as they are before osd first changes them,
-// for reset (the first run only).
-func RecordSysctls(ctx context.Context, st *state.State) error {
-	if _, ok, err := st.Get(ctx, state.KeySysctls); err != nil || ok {
-		return err
-	}
-	b, _ := json.Marshal(k3s.ReadSysctls())
-	if err := st.Set(ctx, state.KeySysctls, string(b)); err != nil {
-		return fmt.Errorf("record sysctls: %w", err)
-	}
-	return nil
-}
-
-// PreflightConfig is what preflight probes on this host.
-func PreflightConfig(cfg state.Config) preflight.ProbeConfig {
-	return preflight.ProbeConfig{StateDir: cfg.StateDir, RunDir: cfg.RunDir, SelfPIDs: []int{os.Getpid()}, SelfExe: cfg.Self}
 }
 
 // WaitNodeReady waits until the node reports Ready, saying meanwhile why it is not.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
-	"github.com/osdcloud/osd/daemon/storage"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"
 )
@@ -45,7 +45,7 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		how := map[string]string{state.JoinJoining: "joining", state.JoinMember: "a member of"}[h.Join.State]
 		return rest.ErrorResponse(rest.Errorf(rest.ErrConflict, "this host is %s a cluster (osd join): osd init would make it a second, separate cloud; run osd reset first to leave", how))
 	}
-	if err := storage.CheckRequest(ctx, s.st, req, probeDecisions(s.st.Cfg)); err != nil {
+	if err := s.storage.CheckRequest(ctx, req, probeDecisions(s.st.Cfg)); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	goal := state.GoalOpenStack
@@ -61,7 +61,7 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		ext = &e
 	}
 	if req.TunnelInterface != "" {
-		if err := CheckTunnelInterface(req.TunnelInterface); err != nil {
+		if err := hostplan.CheckTunnelInterface(req.TunnelInterface); err != nil {
 			return rest.ErrorResponse(err)
 		}
 	}
@@ -74,7 +74,7 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 			h.TunnelInterface = req.TunnelInterface
 		}
 		h.Goal = goal
-		storage.RecordRequest(h, req)
+		s.storage.RecordRequest(h, req)
 		h.Initialized = true
 		return nil
 	})
@@ -83,21 +83,6 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 	}
 	op := s.Start()
 	return rest.AsyncResponse(rest.APIPrefix+"/operations/"+op.ID, s.Snapshot())
-}
-
-// CheckTunnelInterface checks a wanted tunnel interface: auto, none or an interface of
-// this host (400 saying what exists otherwise).
-func CheckTunnelInterface(name string) error {
-	if name == netsetup.TunnelAuto || name == netsetup.TunnelNone {
-		return nil
-	}
-	if name == netsetup.TunnelBridge {
-		return rest.Errorf(rest.ErrBadRequest, "tunnel interface %s is the bridge osd moves the tunnel interface into: name the interface that reaches the other nodes", name)
-	}
-	if _, err := net.InterfaceByName(name); err != nil {
-		return rest.Errorf(rest.ErrBadRequest, "tunnel interface %q: %v (ip link lists the host's interfaces; auto and none are also accepted)", name, err)
-	}
-	return nil
 }
 
 // checkExternal checks the external network osd init asks for against this host (h its
@@ -112,14 +97,14 @@ func (s *Service) checkExternal(ctx context.Context, h store.Host, req api.InitR
 			return ext, rest.Errorf(rest.ErrBadRequest, "external interface %q: %v (ip link lists the host's interfaces)", ext.Interface, err)
 		}
 	}
-	if cur, err := wantedExternal(s.st.Cfg, h); err == nil && cur != ext && h.External != nil {
+	if cur, err := hostplan.WantedExternal(s.st.Cfg, h); err == nil && cur != ext && h.External != nil {
 		return ext, rest.Errorf(rest.ErrConflict, "this host's external network is already %s %s%s: changing it needs osd reset first", cur.Bridge, cur.CIDR, cur.Interface)
 	}
 	return ext, nil
 }
 
 func (s *Service) getPreflight(r *http.Request) rest.Response {
-	rep, err := preflight.Run(r.Context(), PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	rep, err := preflight.Run(r.Context(), hostplan.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	if err != nil && len(rep.Findings) == 0 {
 		return rest.ErrorResponse(err)
 	}
@@ -142,7 +127,7 @@ func (s *Service) getJournal(r *http.Request) rest.Response {
 // --storage lvm is refused where LVM cannot serve volumes).
 func probeDecisions(cfg state.Config) func(context.Context) preflight.Decisions {
 	return func(ctx context.Context) preflight.Decisions {
-		f, _ := preflight.Probe(ctx, PreflightConfig(cfg))
+		f, _ := preflight.Probe(ctx, hostplan.PreflightConfig(cfg))
 		return preflight.Decide(f)
 	}
 }

@@ -6,12 +6,6 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 )
 
-// Profiles are where the run gets its images' and releases' profiles (spans from since).
-type Profiles struct {
-	Images   func(since time.Time) []api.ImageProfile
-	Releases func(since time.Time) []api.ReleaseProfile
-}
-
 // stepSpans records when each step's last attempt ran, from the run's start.
 type stepSpans struct {
 	start time.Time

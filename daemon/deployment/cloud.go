@@ -26,14 +26,12 @@ func (s *Service) AdminCredentials() (openstack.Credentials, error) {
 func (s *Service) CloudClient(ctx context.Context) (*openstack.Client, error) {
 	creds, err := s.AdminCredentials()
 	if err != nil {
-		if s.InitState != nil {
-			if st := s.InitState(); st.State == api.ConvergeRunning {
-				step := ""
-				if n := len(st.Steps); n > 0 {
-					step = " (step " + st.Steps[n-1].Step + ")"
-				}
-				return nil, rest.Errorf(rest.ErrNotReady, "osd init is still running%s: wait until it finishes (osd status)", step)
+		if st := s.init.Snapshot(); st.State == api.ConvergeRunning {
+			step := ""
+			if n := len(st.Steps); n > 0 {
+				step = " (step " + st.Steps[n-1].Step + ")"
 			}
+			return nil, rest.Errorf(rest.ErrNotReady, "osd init is still running%s: wait until it finishes (osd status)", step)
 		}
 		return nil, rest.Errorf(rest.ErrNotReady, "osd init has not finished on this host (%v): run osd init", err)
 	}

@@ -29,19 +29,47 @@ import (
 // resync is how often the running controller looks at a ready deployment.
 const resync = time.Minute
 
+// Deps are what the deployment resource is given when it is made.
+type Deps struct {
+	// Init is osd init's run (state.InitRun): how far it is, and where Horizon's address goes.
+	Init Init
+	// Images says which images can be used yet.
+	Images Images
+	// Storage adds the block storage part of the spec.
+	Storage Storage
+}
+
+// Init is what the deployment needs of osd init's run (state.InitRun, which the init
+// resource runs).
+type Init interface {
+	// Snapshot says how far osd init is (for the reason the cloud cannot be used yet).
+	Snapshot() api.InitState
+	// SetDashboard is told Horizon's address once the cloud is up.
+	SetDashboard(url string)
+}
+
+// Images is what the deployment needs of the image resource (images.Service).
+type Images interface {
+	// Wait says why an image cannot be used yet ("" when it is in containerd): the
+	// controller holds the services that run from it.
+	Wait(image string) string
+	// Failed is why the images cannot be made ready (nil while they can).
+	Failed() error
+}
+
+// Storage is what the deployment needs of the storage resource (storage.Service).
+type Storage interface {
+	// ApplySpec adds this host's block storage to spec; keystoneURL is Keystone's public
+	// address, cinderURL Cinder's public endpoint.
+	ApplySpec(ctx context.Context, spec *deploy.DeploymentSpec, keystoneURL, cinderURL string) error
+}
+
 // Service is the deployment resource of one daemon.
 type Service struct {
-	st *state.State
-	// InitState, when set, says how far osd init is (for the reason the cloud cannot be
-	// used yet).
-	InitState func() api.InitState
-	// Dashboard, when set, is told Horizon's address once the cloud is up.
-	Dashboard func(url string)
-	// ImageWait, when set, says why an image cannot be used yet ("" when it is in
-	// containerd): the controller holds the services that run from it.
-	ImageWait func(image string) string
-	// ImagesFailed, when set, is why the images cannot be made ready (nil while they can).
-	ImagesFailed func() error
+	st      *state.State
+	init    Init
+	images  Images
+	storage Storage
 
 	ctrlOnce sync.Once
 	ctrl     *deploy.Controller
@@ -83,7 +111,9 @@ func (h *adminLogin) get(creds openstack.Credentials) *openstack.Client {
 }
 
 // New returns the deployment resource of st.
-func New(st *state.State) *Service { return &Service{st: st} }
+func New(st *state.State, deps Deps) *Service {
+	return &Service{st: st, init: deps.Init, images: deps.Images, storage: deps.Storage}
+}
 
 // controller is the daemon's one deployment controller (made on first use, once the
 // embedded Kubernetes runs).
@@ -94,7 +124,7 @@ func (s *Service) controller() (*deploy.Controller, *node.Clients, error) {
 	}
 	s.ctrlOnce.Do(func() {
 		s.ctrl = &deploy.Controller{Kube: kc.Kube, Dynamic: kc.Dynamic, Helm: kc.Helm, Charts: charts.FS, Since: s.st.Started,
-			ImageWait: s.ImageWait, Log: slog.Default().With("component", "deploy")}
+			ImageWait: s.images.Wait, Log: slog.Default().With("component", "deploy")}
 		s.ctrlP.Store(s.ctrl)
 	})
 	return s.ctrl, kc, nil
@@ -158,8 +188,8 @@ func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (boo
 	if err := s.untilAnswering(ctx, enabledServices(spec), detail); err != nil {
 		return changed || wrote, "", err
 	}
-	if _, ok := res.Status.Children["horizon"]; ok && s.Dashboard != nil {
-		s.Dashboard(s.PublicURL("horizon", "public"))
+	if _, ok := res.Status.Children["horizon"]; ok {
+		s.init.SetDashboard(s.PublicURL("horizon", "public"))
 	}
 	return changed || wrote, fmt.Sprintf("%d releases ready and answering; credentials in %s", len(res.Status.Children), s.st.Cfg.CloudsPath()), nil
 }
@@ -168,13 +198,10 @@ func (s *Service) ensureOpenStack(ctx context.Context, detail func(string)) (boo
 // made ready (the image steps failed and none runs to retry): the openstack step then
 // fails with that cause instead of waiting for ever.
 func (s *Service) untilImagesFail(ctx context.Context) (context.Context, func()) {
-	if s.ImagesFailed == nil {
-		return ctx, func() {}
-	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		for cctx.Err() == nil {
-			if err := s.ImagesFailed(); err != nil {
+			if err := s.images.Failed(); err != nil {
 				cancel(fmt.Errorf("the images the releases need: %w", err))
 				return
 			}

@@ -43,6 +43,24 @@ func Placement(ctx context.Context, cs kubernetes.Interface) (map[string]string,
 	return out, nil
 }
 
+// StateHeld lists by node the stateful releases whose data that node holds, each list
+// sorted (the placement recorded so far; members.Service refuses to remove such a node).
+func (s *Service) StateHeld(ctx context.Context) (map[string][]string, error) {
+	cs, err := s.st.Node.Admin()
+	if err != nil {
+		return nil, err
+	}
+	placement, err := Placement(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, n := range placement {
+		out[n] = HeldBy(placement, n)
+	}
+	return out, nil
+}
+
 // HeldBy lists the stateful releases recorded on node, sorted (pure).
 func HeldBy(placement map[string]string, node string) []string {
 	var out []string

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/deploy"
-	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/daemon/state"
-	"github.com/osdcloud/osd/daemon/storage"
 )
 
 // PublicURL is the public address of service's port (as the catalog decides it) on this
@@ -46,7 +45,7 @@ func (s *Service) KeystonePublicURL() string { return s.PublicURL("keystone", "p
 // Spec is the OpenStackDeployment osd asks for on this host.
 func (s *Service) Spec() (deploy.DeploymentSpec, error) {
 	spec := deploy.DeploymentSpec{Profile: "single-node", Images: map[string]string{}}
-	for _, n := range images.DeployImages {
+	for _, n := range DeployImages(deploy.DefaultCatalog()) {
 		r, ok := bimages.RecipeByName(n)
 		if !ok {
 			return spec, fmt.Errorf("no recipe for image %s", n)
@@ -85,9 +84,21 @@ func (s *Service) Spec() (deploy.DeploymentSpec, error) {
 		}},
 	}
 	SetNodePorts(spec.Services, deploy.DefaultCatalog())
-	site := storage.Site{NodeName: s.st.Cfg.NodeName, StateDir: s.st.Cfg.StateDir, PublicIP: s.st.Cfg.PublicIP(),
-		KeystoneURL: s.KeystonePublicURL(), CinderURL: s.PublicURL("cinder", "public")}
-	return spec, storage.Apply(&spec, storage.Current(context.Background(), s.st), site)
+	return spec, s.storage.ApplySpec(context.Background(), &spec, s.KeystonePublicURL(), s.PublicURL("cinder", "public"))
+}
+
+// DeployImages are the images the services c enables by default run from, sorted (pure):
+// the base deployment's, which the image resource makes ready (images.DeployImages; a
+// daemon test checks that the two agree). The storage backend adds its own.
+func DeployImages(c deploy.Catalog) []string {
+	var out []string
+	for _, svc := range c.Services {
+		if svc.Enabled {
+			out = append(out, svc.Images...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // SetNodePorts puts every catalog port's NodePort into its service's overrides, at the

@@ -28,10 +28,11 @@ func TestSpecRendersPerStorageBackend(t *testing.T) {
 			defer db.Close()
 			st := &state.State{DB: db, Cfg: state.Config{StateDir: t.TempDir(), NodeName: "node1", NodeIP: "10.0.0.5"}}
 			dec := preflight.Decisions{StorageBackend: backend}
-			if err := storage.Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 40 << 30}); err != nil {
+			sto := storage.New(st)
+			if err := sto.Decide(ctx, &dec, preflight.Facts{DiskFreeBytes: 40 << 30}); err != nil {
 				t.Fatal(err)
 			}
-			spec, err := New(st).Spec()
+			spec, err := New(st, Deps{Storage: sto}).Spec()
 			if err != nil {
 				t.Fatal(err)
 			}

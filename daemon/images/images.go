@@ -33,9 +33,9 @@ var DeployImages = []string{"coredns", "mariadb", "rabbitmq", "memcached", "open
 // Service is the image resource of one daemon.
 type Service struct {
 	st *state.State
-	// More, when set, names the images the deployment needs beyond DeployImages (those of
-	// the storage backend).
-	More     func(ctx context.Context) []string
+	// more names the images the deployment needs beyond DeployImages (those of the
+	// storage backend).
+	more     func(ctx context.Context) []string
 	once     sync.Once
 	builder  *bimages.Builder
 	busy     sync.Mutex // one image build or bundle import at a time
@@ -49,8 +49,11 @@ type Service struct {
 	lastErr   error                    // how the last image step failed (nil: it did not)
 }
 
-// New returns the image resource of st.
-func New(st *state.State) *Service { return &Service{st: st} }
+// New returns the image resource of st; more names the images the deployment needs beyond
+// DeployImages (those of the storage backend: storage.Service's Images).
+func New(st *state.State, more func(ctx context.Context) []string) *Service {
+	return &Service{st: st, more: more}
+}
 
 // Endpoints are the image routes.
 func (s *Service) Endpoints() []rest.Endpoint {
@@ -223,12 +226,9 @@ func (s *Service) Steps(detail func(string)) []bootstrap.Step {
 	}
 }
 
-// names are the images the deployment needs: DeployImages and More's.
+// names are the images the deployment needs: DeployImages and more's.
 func (s *Service) names(ctx context.Context) []string {
-	if s.More == nil {
-		return DeployImages
-	}
-	return append(append([]string(nil), DeployImages...), s.More(ctx)...)
+	return append(append([]string(nil), DeployImages...), s.more(ctx)...)
 }
 
 // buildImages is the image-build step.

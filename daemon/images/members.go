@@ -14,6 +14,7 @@ import (
 
 	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
+	"github.com/osdcloud/osd/daemon/cluster"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/rest"
 )
@@ -78,6 +79,33 @@ func ImagesState(want, held map[string]string) string {
 		parts = append(parts, "outdated "+strings.Join(outdated, ","))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// DescribeMembers says for each member of a listing whether it holds the images of its
+// roles at the digests this node serves (Images: "current", or what it lacks); this
+// node's own entry also gets what it holds. Nothing when this node serves no image.
+func (s *Service) DescribeMembers(ctx context.Context, ms []api.Member) {
+	served, err := s.Served()
+	if err != nil || len(served) == 0 {
+		return
+	}
+	for i := range ms {
+		if ms[i].Local {
+			if held, err := s.Held(ctx); err == nil && held != nil {
+				ms[i].HeldImages = held
+			}
+		}
+		if ms[i].HeldImages == nil {
+			continue
+		}
+		want := map[string]string{}
+		for _, n := range RoleImages(ms[i].Roles) {
+			if d, ok := served[n]; ok {
+				want[n] = d
+			}
+		}
+		ms[i].Images = ImagesState(want, ms[i].HeldImages)
+	}
 }
 
 // Served is what this node serves members: each stored image's digest by name.
@@ -153,17 +181,11 @@ func (s *Service) getBlob(r *http.Request) rest.Response {
 	})
 }
 
-// Remote is the cluster's images as a member sees them (cluster.ClusterImages).
-type Remote interface {
-	bimages.BlobSource
-	List(ctx context.Context) ([]api.ImageStatus, error)
-}
-
 // SyncFromCluster makes this member hold, in its store and its containerd, the images its
 // roles run at the digests the cluster serves: it fetches what differs, then imports into
 // containerd what containerd lacks at that digest (when containerd runs). emit reports
 // progress.
-func (s *Service) SyncFromCluster(ctx context.Context, remote Remote, roles []string, emit func(string)) (bool, string, error) {
+func (s *Service) SyncFromCluster(ctx context.Context, remote cluster.ImageSource, roles []string, emit func(string)) (bool, string, error) {
 	list, err := remote.List(ctx)
 	if err != nil {
 		return false, "", err

@@ -19,11 +19,35 @@ import (
 	"github.com/osdcloud/osd/daemon/store"
 )
 
+// testCluster is the cluster side of these tests: its service, store, CA and address.
+type testCluster struct {
+	svc  *cluster.Service
+	db   *store.DB
+	ca   *cluster.CA
+	addr string
+}
+
+// standIn is the cluster's Kubernetes and host in these tests: a host called hostname,
+// node1 in listings, agent credentials counted (and not usable).
+type standIn struct {
+	cluster.NoHooks
+	hostname string
+	agents   *atomic.Int32
+}
+
+func (h standIn) Hostname() string   { return h.hostname }
+func (h standIn) Local() *api.Member { return &api.Member{Name: "node1", Local: true} }
+
+func (h standIn) AgentCredential(context.Context, string) (cluster.AgentCredential, error) {
+	h.agents.Add(1)
+	return cluster.AgentCredential{ServerURL: "not-a-url", Token: "fake", Expires: time.Now().Add(time.Minute)}, nil
+}
+
 // hostCluster serves the cluster's real join endpoints over TLS on 127.0.0.1 with SQLite
 // in memory, on a host called hostname; its Kubernetes is a stand-in that counts the
 // agent credentials it issued. older makes its first join step decode requests as
 // clusters did before joiners sent hostnames.
-func hostCluster(t *testing.T, hostname string, older bool) (*cluster.Service, *atomic.Int32) {
+func hostCluster(t *testing.T, hostname string, older bool) (*testCluster, *atomic.Int32) {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := cluster.EnsureCA(dir)
@@ -44,15 +68,9 @@ func hostCluster(t *testing.T, hostname string, older bool) (*cluster.Service, *
 		t.Fatal(err)
 	}
 	var agents atomic.Int32
-	svc := &cluster.Service{DB: db, CA: ca,
-		Hostname:  func() string { return hostname },
-		Local:     func() *api.Member { return &api.Member{Name: "node1", Local: true} },
-		Addresses: func() []string { return []string{l.Addr().String()} },
-		Agent: func(context.Context, string) (cluster.AgentCredential, error) {
-			agents.Add(1)
-			return cluster.AgentCredential{ServerURL: "not-a-url", Token: "fake", Expires: time.Now().Add(time.Minute)}, nil
-		},
-	}
+	addr := l.Addr().String()
+	svc := cluster.New(cluster.Config{DB: db, CA: ca, Addresses: func() []string { return []string{addr} }},
+		standIn{hostname: hostname, agents: &agents})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	endpoints := svc.Endpoints()
@@ -70,7 +88,7 @@ func hostCluster(t *testing.T, hostname string, older bool) (*cluster.Service, *
 			t.Errorf("Serve() = %v, want nil", err)
 		}
 	})
-	return svc, &agents
+	return &testCluster{svc: svc, db: db, ca: ca, addr: addr}, &agents
 }
 
 // olderJoin is POST /1.0/cluster/join as clusters answered it before join requests had
@@ -94,10 +112,10 @@ func olderJoin(svc *cluster.Service) func(*http.Request) rest.Response {
 	}
 }
 
-// issueFor issues a join token for name on svc.
-func issueFor(t *testing.T, svc *cluster.Service, name string) cluster.Token {
+// issueFor issues a join token for name on c.
+func issueFor(t *testing.T, c *testCluster, name string) cluster.Token {
 	t.Helper()
-	tok, err := cluster.Issue(context.Background(), svc.DB, name, nil, time.Hour, svc.Addresses(), svc.CA.Fingerprint(), time.Now())
+	tok, err := cluster.Issue(context.Background(), c.db, name, nil, time.Hour, []string{c.addr}, c.ca.Fingerprint(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +131,8 @@ func joiner(t *testing.T, name string, host func() (string, error)) *Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s := New(&state.State{Cfg: state.Config{StateDir: t.TempDir(), NodeName: name}, DB: db, Ctx: ctx}, func() string { return "127.0.0.9:8443" })
-	s.Hostname = host
-	return s
+	return New(&state.State{Cfg: state.Config{StateDir: t.TempDir(), NodeName: name}, DB: db, Ctx: ctx},
+		Deps{Address: func() string { return "127.0.0.9:8443" }, Hostname: host})
 }
 
 // postJoin sends POST /1.0/cluster/join-remote to s's router and answers its status and
@@ -154,7 +171,7 @@ func TestJoinSendsHostname(t *testing.T) {
 	if n := agents.Load(); n != 0 {
 		t.Errorf("the refused join got %d agent credentials, want none", n)
 	}
-	if ms, err := svc.DB.ListMembers(ctx); err != nil || len(ms) != 0 {
+	if ms, err := svc.db.ListMembers(ctx); err != nil || len(ms) != 0 {
 		t.Errorf("members after the refused join = %+v, %v, want none", ms, err)
 	}
 

@@ -25,8 +25,7 @@ import (
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 	"github.com/osdcloud/osd/daemon/cluster"
-	"github.com/osdcloud/osd/daemon/converge"
-	"github.com/osdcloud/osd/daemon/images"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/rest"
 	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
@@ -52,19 +51,31 @@ func request(r Record) api.JoinRequest {
 // OperationKind is the kind of join operations.
 const OperationKind = "join"
 
-// Service is the join resource of one daemon.
-type Service struct {
-	st *state.State
+// Deps are what the join resource is given when it is made.
+type Deps struct {
 	// Address is this node's API address for the cluster's records ("" while the HTTPS
 	// API does not listen).
 	Address func() string
-
-	// Images, when set, is this node's image resource: the join fetches the images of its
-	// roles from the cluster with it, and the heartbeats report what it holds.
+	// Images is this node's image resource: the join fetches the images of its roles
+	// from the cluster with it, and the heartbeats report what it holds.
 	Images ImageSync
-	// Hostname, when set, is this host's OS hostname, which the join sends the cluster
-	// (nil: os.Hostname).
+	// Hostname is this host's OS hostname, which the join sends the cluster (nil:
+	// os.Hostname).
 	Hostname func() (string, error)
+}
+
+// ImageSync is what a member needs of its image resource (images.Service).
+type ImageSync interface {
+	SyncFromCluster(ctx context.Context, remote cluster.ImageSource, roles []string, emit func(string)) (bool, string, error)
+	Held(ctx context.Context) (map[string]string, error)
+}
+
+// Service is the join resource of one daemon.
+type Service struct {
+	st       *state.State
+	address  func() string
+	images   ImageSync
+	hostname func() (string, error)
 
 	mu      sync.Mutex
 	syncing bool // an image sync with the cluster runs
@@ -74,14 +85,13 @@ type Service struct {
 	beatErr string // the last heartbeat's failure ("" when it went through)
 }
 
-// ImageSync is what a member needs of its image resource (images.Service).
-type ImageSync interface {
-	SyncFromCluster(ctx context.Context, remote images.Remote, roles []string, emit func(string)) (bool, string, error)
-	Held(ctx context.Context) (map[string]string, error)
-}
-
 // New returns the join resource of st.
-func New(st *state.State, address func() string) *Service { return &Service{st: st, Address: address} }
+func New(st *state.State, deps Deps) *Service {
+	if deps.Hostname == nil {
+		deps.Hostname = os.Hostname
+	}
+	return &Service{st: st, address: deps.Address, images: deps.Images, hostname: deps.Hostname}
+}
 
 // Endpoints are the join routes:
 //
@@ -211,7 +221,7 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	if tunnelIface == "" {
 		tunnelIface = netsetup.TunnelAuto
 	}
-	if err := converge.CheckTunnelInterface(tunnelIface); err != nil {
+	if err := hostplan.CheckTunnelInterface(tunnelIface); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	if _, err := cluster.SaveMemberIdentity(s.identityDir(), tok.Fingerprint, creds.CACertPEM, creds.MemberCertPEM, key.Key); err != nil {
@@ -224,10 +234,10 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 		return rest.ErrorResponse(err)
 	}
 	// This host's firewall (made by the join's first step) trusts the cluster's nodes.
-	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{server}, tok.Addresses...), nil); err != nil {
+	if err := hostplan.UpdateFirewallPeers(ctx, s.st, nil, append([]string{server}, tok.Addresses...), nil); err != nil {
 		return rest.ErrorResponse(err)
 	}
-	if err := converge.RecordControlPeers(ctx, s.st, append([]string{server}, tok.Addresses...)); err != nil {
+	if err := hostplan.RecordControlPeers(ctx, s.st, append([]string{server}, tok.Addresses...)); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	slog.Info("joining cluster", "name", rec.Name, "server", server, "roles", rec.Roles)
@@ -260,20 +270,10 @@ func olderCluster(err error) bool {
 		strings.Contains(apiErr.Message, `unknown field "hostname"`)
 }
 
-// hostname is this host's OS hostname.
-func (s *Service) hostname() (string, error) {
-	if s.Hostname != nil {
-		return s.Hostname()
-	}
-	return os.Hostname()
-}
-
 // ownAddress is this node's API address for the cluster's records.
 func (s *Service) ownAddress() string {
-	if s.Address != nil {
-		if a := s.Address(); a != "" {
-			return a
-		}
+	if a := s.address(); a != "" {
+		return a
 	}
 	_, port, err := net.SplitHostPort(state.DefaultHTTPSAddress)
 	if err != nil {
@@ -326,7 +326,7 @@ func (s *Service) startJoin(rec Record) string {
 
 // runJoin runs preflight, then the join plan, then starts the heartbeats.
 func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) error {
-	rep, err := preflight.Run(ctx, converge.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
+	rep, err := preflight.Run(ctx, hostplan.PreflightConfig(s.st.Cfg), preflight.DefaultRequirements())
 	if err != nil && len(rep.Findings) == 0 {
 		return fmt.Errorf("preflight: %w", err)
 	}
@@ -339,21 +339,21 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 		return errors.New("preflight failed: fix the failed checks (osd preflight shows them) and run osd join again")
 	}
 	emit("preflight: ok")
-	if err := converge.RecordSysctls(ctx, s.st); err != nil {
+	if err := hostplan.RecordSysctls(ctx, s.st); err != nil {
 		return err
 	}
 	// The firewall step trusts the cluster's addresses this node joined through before
 	// anything else: a member whose daemon is older than its firewall has no peers recorded
 	// yet, and would otherwise drop the cluster's kubelet, Geneve and Ceph traffic until
 	// its first heartbeat lists the members.
-	if err := converge.UpdateFirewallPeers(ctx, s.st, nil, append([]string{rec.Server}, rec.Addresses...), nil); err != nil {
+	if err := hostplan.UpdateFirewallPeers(ctx, s.st, nil, append([]string{rec.Server}, rec.Addresses...), nil); err != nil {
 		return err
 	}
-	if err := converge.RecordControlPeers(ctx, s.st, append([]string{rec.Server}, rec.Addresses...)); err != nil {
+	if err := hostplan.RecordControlPeers(ctx, s.st, append([]string{rec.Server}, rec.Addresses...)); err != nil {
 		return err
 	}
 	run := "join-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	err = bootstrap.ExecuteGraph(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), bootstrap.Retry{Attempts: 1}, func(e bootstrap.Event) { emit(converge.StepLine(e)) })
+	err = bootstrap.ExecuteGraph(ctx, s.st.DB, run, s.plan(rep.Decisions, rec), bootstrap.Retry{Attempts: 1}, func(e bootstrap.Event) { emit(hostplan.StepLine(e)) })
 	if err != nil {
 		return err
 	}
@@ -366,7 +366,7 @@ func (s *Service) runJoin(ctx context.Context, rec Record, emit func(string)) er
 // vSwitch, its tunnel endpoint and libvirt; network Open vSwitch, the tunnel endpoint and
 // the external network; storage the volume group; control nothing more on the host.
 func JoinSteps(roles []string) map[string]bool {
-	want := map[string]bool{converge.StepFirewall: true}
+	want := map[string]bool{hostplan.StepFirewall: true}
 	for _, r := range roles {
 		switch r {
 		case api.RoleCompute:
@@ -397,7 +397,7 @@ func AgentTaints(roles []string) []string {
 // that order).
 func (s *Service) plan(dec preflight.Decisions, rec Record) []bootstrap.Step {
 	n := s.st.Node
-	host := converge.HostSteps(s.st, dec, JoinSteps(rec.Roles))
+	host := hostplan.HostSteps(s.st, dec, JoinSteps(rec.Roles))
 	var hostNames []string
 	for _, h := range host {
 		hostNames = append(hostNames, h.Name)
@@ -445,9 +445,6 @@ func JoinNeeds(hostSteps []string) map[string][]string {
 // syncImages makes this node hold the images of its roles at the digests the cluster
 // serves (fetched into its store; imported into containerd once it runs).
 func (s *Service) syncImages(ctx context.Context, rec Record, emit func(string)) (bool, string, error) {
-	if s.Images == nil {
-		return false, "no image resource", nil
-	}
 	id, err := cluster.LoadMemberIdentity(s.identityDir())
 	if err != nil {
 		return false, "", err
@@ -457,7 +454,7 @@ func (s *Service) syncImages(ctx context.Context, rec Record, emit func(string))
 		return false, "", err
 	}
 	defer remote.Close()
-	return s.Images.SyncFromCluster(ctx, remote, rec.Roles, emit)
+	return s.images.SyncFromCluster(ctx, remote, rec.Roles, emit)
 }
 
 // completeJoin registers this node with the cluster (consuming the token) and forgets the
@@ -575,11 +572,9 @@ func (s *Service) heartbeat(ctx context.Context, rec *Record) error {
 			id = renewed
 		}
 	}
-	var held map[string]string
-	if s.Images != nil {
-		if held, err = s.Images.Held(hctx); err != nil {
-			slog.Debug("images held for the heartbeat", "err", err)
-		}
+	held, err := s.images.Held(hctx)
+	if err != nil {
+		slog.Debug("images held for the heartbeat", "err", err)
 	}
 	return cluster.SendHeartbeat(hctx, id, rec.Server, rec.Name, api.Version, held)
 }
@@ -609,7 +604,7 @@ func (s *Service) refreshFirewallPeers(ctx context.Context, rec *Record) {
 			peers = append(peers, f[len(f)-1]) // "geneve 10.0.0.2"
 		}
 	}
-	if err := converge.UpdateFirewallPeers(ctx, s.st, peers, nil, nil); err != nil {
+	if err := hostplan.UpdateFirewallPeers(ctx, s.st, peers, nil, nil); err != nil {
 		slog.Warn("firewall peers", "err", err)
 	}
 }

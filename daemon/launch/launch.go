@@ -17,13 +17,14 @@ import (
 // Service is the instances resource of one daemon.
 type Service struct {
 	st *state.State
-	// Cloud logs in as admin (deployment.Service.CloudClient).
-	Cloud func(ctx context.Context) (*openstack.Client, error)
+	// login logs in as admin (deployment.Service's CloudClient).
+	login func(ctx context.Context) (*openstack.Client, error)
 }
 
-// New returns the instances resource of st, logging in with login.
+// New returns the instances resource of st, logging in with login (deployment.Service's
+// CloudClient).
 func New(st *state.State, login func(ctx context.Context) (*openstack.Client, error)) *Service {
-	return &Service{st: st, Cloud: login}
+	return &Service{st: st, login: login}
 }
 
 // Endpoints are the instances routes.
@@ -33,7 +34,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 
 // client logs in and checks that the cloud can launch servers.
 func (s *Service) client(ctx context.Context) (*openstack.Client, error) {
-	c, err := s.Cloud(ctx)
+	c, err := s.login(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -47,11 +47,11 @@ func (s *Service) syncAdmission(ctx context.Context, cs kubernetes.Interface, re
 	return nil
 }
 
-// keepAdmission writes the admitted node names as soon as this server's Kubernetes
+// KeepAdmission writes the admitted node names as soon as this server's Kubernetes
 // answers (a cloud made before the policy existed gets its list at its first start
 // with it), then every admissionInterval, until ctx ends. It does nothing on a node that
 // did not run osd init (a joined member: the cluster's server keeps the list).
-func (s *Service) keepAdmission(ctx context.Context) {
+func (s *Service) KeepAdmission(ctx context.Context) {
 	wait := 5 * time.Second
 	failing := false
 	for {

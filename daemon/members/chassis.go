@@ -14,12 +14,12 @@ import (
 	"github.com/osdcloud/osd/netsetup/ovnsb"
 )
 
-// signChassis signs member's OVN chassis certificate for systemID. A member names its
+// SignChassis signs member's OVN chassis certificate for systemID. A member names its
 // own chassis (its Open vSwitch's system-id), so a name the southbound database already
 // gives a chassis of another host is refused: one member cannot take over another's
 // chassis. The database must answer (for a joined member, OVN runs already); the node
 // holding the CA signs its own chassis without asking (SignLocalChassis).
-func (s *Service) signChassis(ctx context.Context, member, systemID, csrPEM string) ([]byte, []byte, error) {
+func (s *Service) SignChassis(ctx context.Context, member, systemID, csrPEM string) ([]byte, []byte, error) {
 	if err := ovnpki.ValidChassisName(systemID); err != nil {
 		return nil, nil, rest.Errorf(rest.ErrBadRequest, "%w", err)
 	}

@@ -14,8 +14,6 @@ import (
 
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/deploy"
-	"github.com/osdcloud/osd/daemon/deployment"
-	"github.com/osdcloud/osd/daemon/images"
 	"github.com/osdcloud/osd/netsetup/ovnsb"
 )
 
@@ -25,10 +23,10 @@ const MaintenanceAnnotation = "osd.cloud/maintenance"
 // maintenanceReason is the disabled reason Nova shows for a node in maintenance.
 const maintenanceReason = "osd cluster maintenance"
 
-// maintenance puts node name into maintenance (on: its nova-compute disabled, so the
+// Maintenance puts node name into maintenance (on: its nova-compute disabled, so the
 // scheduler places no new server there, then the node cordoned and annotated) or takes
 // it out (off: the same undone, nova-compute first enabled again).
-func (s *Service) maintenance(ctx context.Context, name string, on bool) error {
+func (s *Service) Maintenance(ctx context.Context, name string, on bool) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return err
@@ -60,7 +58,7 @@ func (s *Service) enableCompute(ctx context.Context, name string) error {
 	if s.st.KubernetesOnly(ctx) {
 		return nil
 	}
-	c, err := s.Cloud(ctx)
+	c, err := s.cloud.CloudClient(ctx)
 	if err != nil {
 		return fmt.Errorf("enable nova-compute on %s: %w", name, err)
 	}
@@ -70,11 +68,11 @@ func (s *Service) enableCompute(ctx context.Context, name string) error {
 	return nil
 }
 
-// describe completes member listings with what Kubernetes and the cloud know of each
+// Describe completes member listings with what Kubernetes and the cloud know of each
 // node: maintenance, the tunnel endpoint its chassis registered, whether it holds the
 // images its roles run at the cluster's digests, and the state it holds. What cannot be
 // read now is left out.
-func (s *Service) describe(ctx context.Context, ms []api.Member) {
+func (s *Service) Describe(ctx context.Context, ms []api.Member) {
 	cs, err := s.adminClient()
 	if err != nil {
 		return
@@ -90,46 +88,18 @@ func (s *Service) describe(ctx context.Context, ms []api.Member) {
 			ms[i].Maintenance = maint[ms[i].Name]
 		}
 	}
-	if placement, err := deployment.Placement(ctx, cs); err == nil {
+	if held, err := s.cloud.StateHeld(ctx); err == nil {
 		for i := range ms {
-			ms[i].State = deployment.HeldBy(placement, ms[i].Name)
+			ms[i].State = held[ms[i].Name]
 		}
 	}
-	s.describeImages(ctx, ms)
+	s.images.DescribeMembers(ctx, ms)
 	if tunnels, err := tunnelsByHost(ctx, cs); err == nil {
 		for i := range ms {
 			ms[i].Tunnel = tunnels[ms[i].Name]
 		}
 	} else {
 		slog.Debug("tunnel endpoints", "err", err)
-	}
-}
-
-// describeImages says for each member whether it holds the images of its roles.
-func (s *Service) describeImages(ctx context.Context, ms []api.Member) {
-	if s.Images == nil {
-		return
-	}
-	served, err := s.Images.Served()
-	if err != nil || len(served) == 0 {
-		return
-	}
-	for i := range ms {
-		if ms[i].Local {
-			if held, err := s.Images.Held(ctx); err == nil && held != nil {
-				ms[i].HeldImages = held
-			}
-		}
-		if ms[i].HeldImages == nil {
-			continue
-		}
-		want := map[string]string{}
-		for _, n := range images.RoleImages(ms[i].Roles) {
-			if d, ok := served[n]; ok {
-				want[n] = d
-			}
-		}
-		ms[i].Images = images.ImagesState(want, ms[i].HeldImages)
 	}
 }
 

@@ -1,7 +1,9 @@
-// Package members is the daemon's side of cluster membership that touches Kubernetes and
-// the cloud: it gives cluster.Service what it needs (this node in listings, every node's
-// state, the agent credential a joining node gets, admission with its role labels, and
-// removal: VMs counted, Nova's compute disabled, the node drained, deleted and barred).
+// Package members is the daemon's side of cluster membership that touches Kubernetes, the
+// cloud and the host: it is what cluster.Service asks (cluster.Hooks: this node in
+// listings, every node's state, the agent credential a joining node gets, admission with
+// its role labels, the host firewall's peers, and removal: VMs counted, Nova's compute
+// disabled, the node drained, deleted and barred), and it keeps the names of the nodes
+// admitted to Kubernetes (KeepAdmission) for the daemon's life.
 package members
 
 import (
@@ -22,6 +24,7 @@ import (
 
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/cluster"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/openstack"
@@ -38,48 +41,71 @@ const InstanceLabel = "osd.cloud/instance"
 // with VMs unless forced.
 type VMCounter func(ctx context.Context, node string) (int, error)
 
-// Service is the membership side of one daemon.
-type Service struct {
-	st *state.State
-	// Cloud logs in to the cloud as admin (deployment.Service.CloudClient).
-	Cloud func(ctx context.Context) (*openstack.Client, error)
+// Deps are what the membership side is given when it is made.
+type Deps struct {
+	// Cloud is the deployment resource: the admin's cloud and where stateful services keep
+	// their data.
+	Cloud Cloud
+	// Images completes listings with the images each member holds.
+	Images Images
 	// Address is this daemon's HTTPS API address ("" when it does not listen).
 	Address func() string
-	// CountVMs, when set, replaces how the VMs on a node are counted (tests).
-	CountVMs VMCounter
-	// Images, when set, is this node's image resource (what it serves members, what it holds).
-	Images ImageView
+}
+
+// Cloud is what membership needs of the deployment resource (deployment.Service).
+type Cloud interface {
+	// CloudClient logs in to the cloud as admin.
+	CloudClient(ctx context.Context) (*openstack.Client, error)
+	// StateHeld lists by node the stateful releases whose data it holds.
+	StateHeld(ctx context.Context) (map[string][]string, error)
+}
+
+// Images is what listings need of the image resource (images.Service): whether each
+// member holds the images of its roles.
+type Images interface {
+	DescribeMembers(ctx context.Context, ms []api.Member)
+}
+
+// Service is the membership side of one daemon.
+type Service struct {
+	st      *state.State
+	cloud   Cloud
+	images  Images
+	address func() string
 
 	admissionMu sync.Mutex // serializes syncAdmission
 }
 
-// ImageView is what listings need of the image resource (images.Service).
-type ImageView interface {
-	Served() (map[string]string, error)
-	Held(ctx context.Context) (map[string]string, error)
-}
-
 // New returns the membership side of st.
-func New(st *state.State, login func(ctx context.Context) (*openstack.Client, error), address func() string) *Service {
-	return &Service{st: st, Cloud: login, Address: address}
+func New(st *state.State, deps Deps) *Service {
+	return &Service{st: st, cloud: deps.Cloud, images: deps.Images, address: deps.Address}
 }
 
-// Hooks fills cluster.Service's hooks into Kubernetes and the cloud, and starts keeping
-// the names of the nodes admitted to Kubernetes (keepAdmission) for this daemon's life.
-// Issuing a join token lets no node in (nor un-bars a removed one): the join request it
-// proves does, and only for the kubelet of that join.
-func (s *Service) Hooks(svc *cluster.Service) {
-	svc.Agent, svc.NodeStates, svc.Local, svc.RemoveNode = s.agentCredential, s.nodeStates, s.localMember, s.removeNode
-	svc.Admit, svc.TokenIssued, svc.TokenDropped = s.admitMember, nil, s.dropAgentTokens
-	svc.Maintenance, svc.Describe = s.maintenance, s.describe
-	svc.SignChassis = s.signChassis
-	s.st.Go(s.keepAdmission)
+// The membership side is what the cluster's server side asks of Kubernetes, the cloud
+// and this host (cluster.Hooks): the daemon gives it to cluster.New.
+var _ cluster.Hooks = (*Service)(nil)
+
+// TokenIssued implements cluster.Hooks: issuing a join token lets no node in (nor
+// un-bars a removed one): the join request it proves does, and only for the kubelet of
+// that join (AgentCredential).
+func (s *Service) TokenIssued(context.Context, string) error { return nil }
+
+// Hostname implements cluster.Hooks: this host's OS hostname ("" when it cannot be read).
+func (s *Service) Hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// Peers implements cluster.Hooks: this host's firewall trusts add and no longer trusts
+// remove (hostplan.UpdateFirewallPeers).
+func (s *Service) Peers(ctx context.Context, add, remove []string) error {
+	return hostplan.UpdateFirewallPeers(ctx, s.st, nil, add, remove)
 }
 
 func (s *Service) adminClient() (kubernetes.Interface, error) { return s.st.Node.Admin() }
 
-// nodeStates reports every Kubernetes node's readiness by name.
-func (s *Service) nodeStates(ctx context.Context) (map[string]string, error) {
+// NodeStates reports every Kubernetes node's readiness by name.
+func (s *Service) NodeStates(ctx context.Context) (map[string]string, error) {
 	cs, err := s.adminClient()
 	if err != nil {
 		return nil, err
@@ -99,17 +125,15 @@ func (s *Service) nodeStates(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// localMember describes this daemon in member listings: the node that ran osd init (all
+// Local describes this daemon in member listings: the node that ran osd init (all
 // roles), or a joined member (its roles). nil when it is neither.
-func (s *Service) localMember() *api.Member {
+func (s *Service) Local() *api.Member {
 	ctx, cancel := context.WithTimeout(s.st.Ctx, 5*time.Second)
 	defer cancel()
 	now := time.Now()
 	host, _ := os.Hostname()
 	m := &api.Member{Name: s.st.Cfg.NodeName, Hostname: host, Version: api.Version, Local: true, LastHeartbeat: &now, JoinedAt: s.st.Started}
-	if s.Address != nil {
-		m.Address = s.Address()
-	}
+	m.Address = s.address()
 	if s.st.Initialized(ctx) {
 		m.Roles = append([]string(nil), cluster.ValidRoles...)
 		return m
@@ -121,14 +145,14 @@ func (s *Service) localMember() *api.Member {
 	return nil
 }
 
-// defaultVMCounter asks Nova for the servers on the node when OpenStack runs here (a
+// vmCounter asks Nova for the servers on the node when OpenStack runs here (a
 // Kubernetes-only cluster has no VMs but pods labelled InstanceLabel).
-func (s *Service) defaultVMCounter(cs kubernetes.Interface) VMCounter {
+func (s *Service) vmCounter(cs kubernetes.Interface) VMCounter {
 	return func(ctx context.Context, node string) (int, error) {
 		if s.st.KubernetesOnly(ctx) {
 			return countInstancePods(cs)(ctx, node)
 		}
-		c, err := s.Cloud(ctx)
+		c, err := s.cloud.CloudClient(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("count the VMs on %s: %w (osd cluster remove --force skips the check)", node, err)
 		}
@@ -256,10 +280,10 @@ func DrainTargets(pods []corev1.Pod) []corev1.Pod {
 	return out
 }
 
-// agentCredential issues node name's k3s agent credential: a bootstrap token for this
+// AgentCredential issues node name's k3s agent credential: a bootstrap token for this
 // join only, with this server's supervisor URL (the cluster's server token never leaves
 // this host).
-func (s *Service) agentCredential(ctx context.Context, name string) (cluster.AgentCredential, error) {
+func (s *Service) AgentCredential(ctx context.Context, name string) (cluster.AgentCredential, error) {
 	if !s.st.Node.Running() {
 		return cluster.AgentCredential{}, rest.Errorf(rest.ErrNotReady, "the embedded Kubernetes is not running here yet: run osd init first")
 	}
@@ -288,11 +312,11 @@ func (s *Service) agentCredential(ctx context.Context, name string) (cluster.Age
 		Token: tok, Expires: expires}, nil
 }
 
-// admitMember gives a member that completed its join the labels of its roles (and, without
+// Admit gives a member that completed its join the labels of its roles (and, without
 // the control role, the taint that keeps other workloads off it), admits its name for
 // good (a removed node's name is un-barred only now), and drops the agent credential it
 // joined with (its kubelet certificate is what it uses now).
-func (s *Service) admitMember(ctx context.Context, name string, roles []string) error {
+func (s *Service) Admit(ctx context.Context, name string, roles []string) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return err
@@ -312,11 +336,11 @@ func (s *Service) admitMember(ctx context.Context, name string, roles []string) 
 	return k3s.DeleteAgentTokens(ctx, cs, name)
 }
 
-// dropAgentTokens deletes the agent credentials issued for name and takes it off the
+// TokenDropped deletes the agent credentials issued for name and takes it off the
 // names being admitted (its join token is being revoked: whatever the join's agent got
 // registers no Node), then deletes the Node the join may have registered meanwhile,
 // unless name is a member.
-func (s *Service) dropAgentTokens(ctx context.Context, name string) error {
+func (s *Service) TokenDropped(ctx context.Context, name string) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return nil // no Kubernetes here: no credential was issued

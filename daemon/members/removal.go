@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/osdcloud/osd/daemon/deploy"
-	"github.com/osdcloud/osd/daemon/deployment"
 	"github.com/osdcloud/osd/daemon/node"
 	"github.com/osdcloud/osd/daemon/openstack"
 	"github.com/osdcloud/osd/daemon/rest"
@@ -29,13 +28,13 @@ const LeavingTaint = "osd.cloud/leaving"
 // leaveTimeout bounds the wait for the pods of a node being removed to stop.
 var leaveTimeout = 2 * time.Minute
 
-// removeNode takes member name's node out of Kubernetes and the cloud. It refuses while
+// RemoveNode takes member name's node out of Kubernetes and the cloud. It refuses while
 // the node holds the data of stateful services (even forced: that data would be lost)
 // and while VMs run there unless force. Then it disables the node's nova-compute (no new
 // server lands there), cordons and drains the node, makes every pod leave it, deletes the
 // node's nova-compute service, its resource provider and its OVN chassis, and deletes the
 // Node and the node password k3s keeps for it (so the name can join again).
-func (s *Service) removeNode(ctx context.Context, name string, force bool) error {
+func (s *Service) RemoveNode(ctx context.Context, name string, force bool) error {
 	cs, err := s.adminClient()
 	if err != nil {
 		return err
@@ -49,14 +48,10 @@ func (s *Service) removeNode(ctx context.Context, name string, force bool) error
 	} else if err != nil {
 		return fmt.Errorf("read node %s: %w", name, err)
 	}
-	if err := refuseStateHolder(ctx, cs, name); err != nil {
+	if err := s.refuseStateHolder(ctx, name); err != nil {
 		return err
 	}
-	count := s.CountVMs
-	if count == nil {
-		count = s.defaultVMCounter(cs)
-	}
-	vms, err := count(ctx, name)
+	vms, err := s.vmCounter(cs)(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -92,12 +87,12 @@ func (s *Service) removeNode(ctx context.Context, name string, force bool) error
 
 // refuseStateHolder refuses (409) the removal of a node that holds the data of stateful
 // services, naming them.
-func refuseStateHolder(ctx context.Context, cs kubernetes.Interface, name string) error {
-	placement, err := deployment.Placement(ctx, cs)
+func (s *Service) refuseStateHolder(ctx context.Context, name string) error {
+	held, err := s.cloud.StateHeld(ctx)
 	if err != nil {
 		return err
 	}
-	return StateRefusal(name, deployment.HeldBy(placement, name))
+	return StateRefusal(name, held[name])
 }
 
 // StateRefusal is the refusal (409) to remove node name while it holds the data of the
@@ -119,7 +114,7 @@ func (s *Service) disableCompute(ctx context.Context, name, reason string, force
 	if s.st.KubernetesOnly(ctx) {
 		return nil
 	}
-	c, err := s.Cloud(ctx)
+	c, err := s.cloud.CloudClient(ctx)
 	if err == nil {
 		var changed bool
 		if changed, err = c.DisableComputeService(ctx, name, reason); err == nil && changed {
@@ -186,7 +181,7 @@ func (s *Service) forgetCloudHost(ctx context.Context, cs kubernetes.Interface, 
 		}
 		return fmt.Errorf("forget %s in the cloud: %w (--force goes on without)", name, err)
 	}
-	c, err := s.Cloud(ctx)
+	c, err := s.cloud.CloudClient(ctx)
 	if err != nil {
 		return fail(err)
 	}

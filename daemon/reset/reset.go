@@ -16,7 +16,7 @@ import (
 	"syscall"
 
 	"github.com/osdcloud/osd/daemon/client"
-	"github.com/osdcloud/osd/daemon/converge"
+	"github.com/osdcloud/osd/daemon/hostplan"
 	"github.com/osdcloud/osd/daemon/k3s"
 	"github.com/osdcloud/osd/daemon/ovnchassis"
 	"github.com/osdcloud/osd/daemon/state"
@@ -192,7 +192,7 @@ func host(ctx context.Context, cfg state.Config, db *store.DB, rec store.Host, c
 	}
 	errs = append(errs, cloud(ctx, ovs.Socket(), out)...)
 	if fileExists(ovs.Socket()) {
-		th := converge.TunnelHost(db, ovs)
+		th := hostplan.TunnelHost(db, ovs)
 		iface, err := th.MovedInterface()
 		if err == nil {
 			var removed bool
@@ -205,7 +205,7 @@ func host(ctx context.Context, cfg state.Config, db *store.DB, rec store.Host, c
 		}
 	}
 	if fileExists(ovs.Socket()) {
-		h := converge.ExternalHost(db, ovs)
+		h := hostplan.ExternalHost(db, ovs)
 		if err := netsetup.Teardown(ctx, h, netsetup.Spec{Datapath: ovs.Datapath, External: ext}); err != nil {
 			errs = append(errs, fmt.Errorf("external network: %w", err))
 		} else {
@@ -226,7 +226,7 @@ func host(ctx context.Context, cfg state.Config, db *store.DB, rec store.Host, c
 			}
 		}
 	}
-	vg := converge.VGSpec(cfg)
+	vg := hostplan.VGSpec(cfg)
 	if fileExists(vg.BackingFile) {
 		if err := hypervisor.RemoveVolumeGroup(ctx, vg); err != nil {
 			errs = append(errs, fmt.Errorf("volume group: %w", err))

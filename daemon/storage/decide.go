@@ -7,7 +7,6 @@ import (
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
-	"github.com/osdcloud/osd/daemon/state"
 	"github.com/osdcloud/osd/daemon/store"
 )
 
@@ -19,8 +18,8 @@ type Choice struct {
 }
 
 // Current is the recorded choice (none, "not decided yet", before the first converge).
-func Current(ctx context.Context, st *state.State) Choice {
-	h, err := st.Host(ctx)
+func (s *Service) Current(ctx context.Context) Choice {
+	h, err := s.st.Host(ctx)
 	if err != nil || h.Storage.Backend == "" {
 		return Choice{Backend: api.StorageNone, Reason: "not decided yet: osd init decides it"}
 	}
@@ -31,13 +30,13 @@ func Current(ctx context.Context, st *state.State) Choice {
 // an unknown backend, lvm on a host that cannot serve it, a change of backend after the
 // first init, or a size below the minimum, beyond the free space or smaller than what
 // exists is refused with what to do.
-func CheckRequest(ctx context.Context, st *state.State, req api.InitRequest, probe func(context.Context) preflight.Decisions) error {
+func (s *Service) CheckRequest(ctx context.Context, req api.InitRequest, probe func(context.Context) preflight.Decisions) error {
 	switch req.StorageBackend {
 	case "", api.StorageCeph, api.StorageLVM, api.StorageNone:
 	default:
 		return rest.Errorf(rest.ErrBadRequest, "storage backend %q: want ceph, lvm or none (or leave it to the host probe)", req.StorageBackend)
 	}
-	h, err := st.Host(ctx)
+	h, err := s.st.Host(ctx)
 	if err != nil {
 		return err
 	}
@@ -53,7 +52,7 @@ func CheckRequest(ctx context.Context, st *state.State, req api.InitRequest, pro
 	if req.StorageSize == 0 {
 		return nil
 	}
-	free, err := preflight.FreeBytes(st.Cfg.StateDir)
+	free, err := preflight.FreeBytes(s.st.Cfg.StateDir)
 	if err != nil {
 		return err
 	}
@@ -65,7 +64,7 @@ func CheckRequest(ctx context.Context, st *state.State, req api.InitRequest, pro
 
 // RecordRequest puts osd init's storage choices (checked by CheckRequest before) into the
 // host record h (pure).
-func RecordRequest(h *store.Host, req api.InitRequest) {
+func (*Service) RecordRequest(h *store.Host, req api.InitRequest) {
 	if req.StorageBackend != "" {
 		h.Storage.Wanted = req.StorageBackend
 	}
@@ -77,9 +76,9 @@ func RecordRequest(h *store.Host, req api.InitRequest) {
 // Decide records this converge's storage backend and size: the backend once recorded,
 // else what osd init asked for, else the probe's choice (dec, updated in place so that
 // host preparation follows it), and the size from the free disk (preflight.StorageSize).
-func Decide(ctx context.Context, st *state.State, dec *preflight.Decisions, f preflight.Facts) error {
+func (s *Service) Decide(ctx context.Context, dec *preflight.Decisions, f preflight.Facts) error {
 	var backend, reason string
-	err := st.UpdateHost(ctx, func(h *store.Host) error {
+	err := s.st.UpdateHost(ctx, func(h *store.Host) error {
 		backend, reason = decide(h.Storage, *dec)
 		size, err := h.Storage.Size, error(nil)
 		if backend != api.StorageNone {
@@ -99,17 +98,21 @@ func Decide(ctx context.Context, st *state.State, dec *preflight.Decisions, f pr
 
 // decide is the backend and its reason: the one recorded, else the one asked for, else the
 // probe's (pure).
-func decide(s store.Storage, dec preflight.Decisions) (string, string) {
+func decide(st store.Storage, dec preflight.Decisions) (string, string) {
 	switch {
-	case s.Backend != "":
-		return s.Backend, s.Reason
-	case s.Wanted != "" && s.Wanted != dec.StorageBackend:
-		return s.Wanted, "asked for with osd init --storage " + s.Wanted + " (the host probe said " + dec.StorageBackend + ": " + dec.StorageBackendReason + ")"
+	case st.Backend != "":
+		return st.Backend, st.Reason
+	case st.Wanted != "" && st.Wanted != dec.StorageBackend:
+		return st.Wanted, "asked for with osd init --storage " + st.Wanted + " (the host probe said " + dec.StorageBackend + ": " + dec.StorageBackendReason + ")"
 	}
 	return dec.StorageBackend, dec.StorageBackendReason
 }
 
-// Images are the service images the backend needs beyond the base deployment's.
+// Images are the service images the recorded backend needs beyond the base deployment's
+// (images.Service's more).
+func (s *Service) Images(ctx context.Context) []string { return Images(s.Current(ctx)) }
+
+// Images are the service images the backend needs beyond the base deployment's (pure).
 func Images(c Choice) []string {
 	if c.Backend == api.StorageCeph {
 		return []string{"ceph"}

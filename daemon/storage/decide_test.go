@@ -34,49 +34,49 @@ func TestDecide(t *testing.T) {
 
 	st := testState(t)
 	dec := probe
-	if err := Decide(ctx, st, &dec, facts); err != nil {
+	if err := New(st).Decide(ctx, &dec, facts); err != nil {
 		t.Fatal(err)
 	}
-	if c := Current(ctx, st); c != (Choice{Backend: "ceph", Reason: "no device-mapper", Size: 20 * gib}) || dec.StorageBackend != "ceph" {
+	if c := New(st).Current(ctx); c != (Choice{Backend: "ceph", Reason: "no device-mapper", Size: 20 * gib}) || dec.StorageBackend != "ceph" {
 		t.Errorf("first converge: Current = %+v, decisions %s; want ceph from the probe, a quarter of 80 GiB", c, dec.StorageBackend)
 	}
 	// Later converges keep what was decided, whatever the probe and the disk say now.
 	dec = preflight.Decisions{StorageBackend: api.StorageLVM, StorageBackendReason: "device-mapper loaded"}
-	if err := Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 8 * gib}); err != nil {
+	if err := New(st).Decide(ctx, &dec, preflight.Facts{DiskFreeBytes: 8 * gib}); err != nil {
 		t.Fatal(err)
 	}
-	if c := Current(ctx, st); c.Backend != "ceph" || c.Size != 20*gib || dec.StorageBackend != "ceph" {
+	if c := New(st).Current(ctx); c.Backend != "ceph" || c.Size != 20*gib || dec.StorageBackend != "ceph" {
 		t.Errorf("second converge: Current = %+v (decisions %s), want ceph and 20 GiB kept", c, dec.StorageBackend)
 	}
 
 	// osd init --storage lvm --storage-size 30G: recorded, then used by the converge.
 	st = testState(t)
 	if err := st.UpdateHost(ctx, func(h *store.Host) error {
-		RecordRequest(h, api.InitRequest{StorageBackend: "lvm", StorageSize: 30 * gib})
+		New(nil).RecordRequest(h, api.InitRequest{StorageBackend: "lvm", StorageSize: 30 * gib})
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	dec = probe
-	if err := Decide(ctx, st, &dec, facts); err != nil {
+	if err := New(st).Decide(ctx, &dec, facts); err != nil {
 		t.Fatal(err)
 	}
-	if c := Current(ctx, st); c.Backend != "lvm" || c.Size != 30*gib || !strings.Contains(c.Reason, "osd init --storage lvm (the host probe said ceph") {
+	if c := New(st).Current(ctx); c.Backend != "lvm" || c.Size != 30*gib || !strings.Contains(c.Reason, "osd init --storage lvm (the host probe said ceph") {
 		t.Errorf("asked for lvm, 30 GiB: Current = %+v", c)
 	}
 
 	// Not enough disk for the default: the converge fails with the reason.
 	st = testState(t)
 	dec = probe
-	if err := Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 2 * gib}); err == nil || !strings.Contains(err.Error(), "block storage needs at least 4.0 GiB") {
+	if err := New(st).Decide(ctx, &dec, preflight.Facts{DiskFreeBytes: 2 * gib}); err == nil || !strings.Contains(err.Error(), "block storage needs at least 4.0 GiB") {
 		t.Errorf("Decide(2 GiB free) = %v, want the minimum refused", err)
 	}
-	if c := Current(ctx, st); c.Backend != api.StorageNone || !strings.Contains(c.Reason, "not decided yet") {
+	if c := New(st).Current(ctx); c.Backend != api.StorageNone || !strings.Contains(c.Reason, "not decided yet") {
 		t.Errorf("Current after a refused Decide = %+v, want nothing recorded", c)
 	}
 
 	// Before any converge: none, and why.
-	if c := Current(ctx, testState(t)); c.Backend != api.StorageNone || !strings.Contains(c.Reason, "not decided yet") {
+	if c := New(testState(t)).Current(ctx); c.Backend != api.StorageNone || !strings.Contains(c.Reason, "not decided yet") {
 		t.Errorf("Current(fresh) = %+v, want none, not decided yet", c)
 	}
 }
@@ -110,7 +110,7 @@ func TestRecordRequest(t *testing.T) {
 		{api.InitRequest{StorageSize: 7}, store.Storage{Wanted: "lvm", SizeWanted: 5}, store.Storage{Wanted: "lvm", SizeWanted: 7}},
 	} {
 		h := store.Host{Storage: tt.have}
-		RecordRequest(&h, tt.req)
+		New(nil).RecordRequest(&h, tt.req)
 		if h.Storage != tt.want {
 			t.Errorf("RecordRequest(%+v) on %+v = %+v, want %+v", tt.req, tt.have, h.Storage, tt.want)
 		}
@@ -136,23 +136,23 @@ func TestCheckRequest(t *testing.T) {
 		{req: api.InitRequest{StorageSize: 1 * gib}, want: rest.ErrBadRequest, msg: "below the minimum of 4.0 GiB"},
 		{req: api.InitRequest{StorageSize: 1 << 60}, want: rest.ErrBadRequest, msg: "does not fit"},
 	} {
-		err := CheckRequest(ctx, st, tt.req, probe)
+		err := New(st).CheckRequest(ctx, tt.req, probe)
 		if (tt.want == nil) != (err == nil) || (tt.want != nil && (!errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg))) {
 			t.Errorf("CheckRequest(%+v) = %v, want %v %q", tt.req, err, tt.want, tt.msg)
 		}
 	}
 	// After the first init: the backend cannot change, the size cannot shrink.
 	dec := preflight.Decisions{StorageBackend: "ceph"}
-	if err := Decide(ctx, st, &dec, preflight.Facts{DiskFreeBytes: 80 * gib}); err != nil {
+	if err := New(st).Decide(ctx, &dec, preflight.Facts{DiskFreeBytes: 80 * gib}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckRequest(ctx, st, api.InitRequest{StorageBackend: "none"}, probe); !errors.Is(err, rest.ErrConflict) || !strings.Contains(err.Error(), "needs osd reset first") {
+	if err := New(st).CheckRequest(ctx, api.InitRequest{StorageBackend: "none"}, probe); !errors.Is(err, rest.ErrConflict) || !strings.Contains(err.Error(), "needs osd reset first") {
 		t.Errorf("CheckRequest(another backend) = %v, want a conflict", err)
 	}
-	if err := CheckRequest(ctx, st, api.InitRequest{StorageSize: 10 * gib}, probe); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "can grow but not shrink") {
+	if err := New(st).CheckRequest(ctx, api.InitRequest{StorageSize: 10 * gib}, probe); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "can grow but not shrink") {
 		t.Errorf("CheckRequest(smaller) = %v, want refused", err)
 	}
-	if err := CheckRequest(ctx, st, api.InitRequest{StorageBackend: "ceph"}, probe); err != nil {
+	if err := New(st).CheckRequest(ctx, api.InitRequest{StorageBackend: "ceph"}, probe); err != nil {
 		t.Errorf("CheckRequest(the same backend again) = %v, want accepted", err)
 	}
 }

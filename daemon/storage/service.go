@@ -40,7 +40,7 @@ func (s *Service) Endpoints() []rest.Endpoint {
 // getStorage answers GET /1.0/storage: the backend and why, and with Ceph its health,
 // space and pools as the monitor reports them (Error says why they could not be read).
 func (s *Service) getStorage(r *http.Request) rest.Response {
-	c := Current(r.Context(), s.st)
+	c := s.Current(r.Context())
 	st := api.StorageStatus{Backend: c.Backend, Reason: c.Reason, SizeBytes: c.Size}
 	if c.Backend != api.StorageCeph {
 		return rest.SyncResponse(st)

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -16,6 +17,14 @@ type Site struct {
 	PublicIP    string // the Ceph monitor's address, for Glance, Cinder and nova-compute
 	KeystoneURL string // Keystone's public address (Cinder's www_authenticate_uri)
 	CinderURL   string // Cinder's public endpoint
+}
+
+// ApplySpec adds this host's block storage, as recorded, to spec (Apply): keystoneURL is
+// Keystone's public address, cinderURL Cinder's public endpoint.
+func (s *Service) ApplySpec(ctx context.Context, spec *deploy.DeploymentSpec, keystoneURL, cinderURL string) error {
+	cfg := s.st.Cfg
+	site := Site{NodeName: cfg.NodeName, StateDir: cfg.StateDir, PublicIP: cfg.PublicIP(), KeystoneURL: keystoneURL, CinderURL: cinderURL}
+	return Apply(spec, s.Current(ctx), site)
 }
 
 // Apply adds block storage to spec (pure): features.storage, Ceph (on this node, its

@@ -1,4 +1,4 @@
-package converge
+package hostplan
 
 import (
 	"context"

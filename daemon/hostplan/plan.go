@@ -1,4 +1,4 @@
-package converge
+package hostplan
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/osdcloud/osd/bootstrap"
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/state"
-	"github.com/osdcloud/osd/daemon/storage"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/hypervisor"
 	"github.com/osdcloud/osd/netsetup"
@@ -65,8 +64,8 @@ func HostSteps(st *state.State, dec preflight.Decisions, want map[string]bool) [
 				return false, "skipped: " + dec.StorageBackendReason, nil
 			}
 			vg := VGSpec(st.Cfg)
-			if c := storage.Current(ctx, st); c.Size > 0 {
-				vg.SizeBytes = c.Size // osd init --storage-size, or the size osd chose
+			if h, err := st.Host(ctx); err == nil && h.Storage.Backend != "" && h.Storage.Size > 0 {
+				vg.SizeBytes = h.Storage.Size // osd init --storage-size, or the size osd chose
 			}
 			changed, err := hypervisor.EnsureVolumeGroup(ctx, vg)
 			return changed, "", err
@@ -140,12 +139,12 @@ func External(ctx context.Context, st *state.State) (netsetup.ExternalNetwork, e
 	if err != nil {
 		return st.Cfg.External, err
 	}
-	return wantedExternal(st.Cfg, h)
+	return WantedExternal(st.Cfg, h)
 }
 
-// wantedExternal is the external network of host record h: what osd init asked for, else
+// WantedExternal is the external network of host record h: what osd init asked for, else
 // the daemon's configuration, normalized (pure).
-func wantedExternal(cfg state.Config, h store.Host) (netsetup.ExternalNetwork, error) {
+func WantedExternal(cfg state.Config, h store.Host) (netsetup.ExternalNetwork, error) {
 	ext := cfg.External
 	if h.ExternalWanted != nil {
 		ext = state.FromNetwork(*h.ExternalWanted)
