@@ -3,7 +3,6 @@ package test
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -241,28 +240,14 @@ func treeImports(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	files := map[string][]string{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	for rel, src := range treeSources(t, root) {
+		f, err := parser.ParseFile(fset, rel, src, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "bin") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
 		for _, is := range f.Imports {
-			files[filepath.ToSlash(rel)] = append(files[filepath.ToSlash(rel)], strings.Trim(is.Path.Value, `"`))
+			files[rel] = append(files[rel], strings.Trim(is.Path.Value, `"`))
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return files
 }
