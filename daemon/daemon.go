@@ -244,6 +244,15 @@ func (d *Daemon) stop() error {
 func (d *Daemon) info() api.ServerInfo {
 	k := d.st.Node.State()
 	host, _ := os.Hostname()
+	rel, err := d.st.Release(context.Background())
+	if err != nil {
+		rel = bimages.Release{Name: "unknown", Debian: "?"}
+		slog.Error("the host record's OpenStack release", "err", err)
+	}
+	var upgrade string
+	if to, ok := bimages.UpgradeTarget(rel); ok && d.st.Initialized(context.Background()) {
+		upgrade = to.Title()
+	}
 	return api.ServerInfo{
 		Version:        api.Version,
 		State:          d.status.Load().(string),
@@ -252,8 +261,9 @@ func (d *Daemon) info() api.ServerInfo {
 		PID:            os.Getpid(),
 		StartedAt:      d.started,
 		Uptime:         time.Since(d.started).Round(time.Second).String(),
-		OpenStack:      bimages.DefaultRelease().Name,
-		OpenStackTitle: bimages.DefaultRelease().Title(),
+		OpenStack:      rel.Name,
+		OpenStackTitle: rel.Title(),
+		ReleaseUpgrade: upgrade,
 		Kubernetes: api.KubernetesStatus{
 			APIReady:  k.APIReady,
 			NodeName:  d.cfg.NodeName,

@@ -66,13 +66,18 @@ func (c *stepClock) done(step string) {
 	c.last = now
 }
 
-// Builder builds recipes into the image store under StateDir/images.
+// Builder builds one release's recipes into its image store (ReleaseDir/images).
 type Builder struct {
-	// StateDir holds images/ (the OCI store), cache/debs/ (downloaded .debs, shared
-	// by every image), apt/ (package resolution state), layers/ (the trees of the
-	// images others are layered on) and work/ (build trees).
+	// StateDir holds apt/ (package resolution state, per Debian suite) and each
+	// release's directory (ReleaseDir: StateDir itself for Zed) with images/ (the OCI
+	// store), cache/debs/ (downloaded .debs, shared by the release's images), layers/
+	// (the trees of the images others are layered on) and work/ (build trees).
 	StateDir string
-	// Catalog is what a recipe's Base names are looked up in (nil: Recipes()).
+	// Release is the OpenStack release whose images this builder makes (zero: the
+	// default release). Each release keeps its own store, .deb cache, layer trees and
+	// build trees (ReleaseDir); the apt state (per Debian suite) is shared.
+	Release Release
+	// Catalog is what a recipe's Base names are looked up in (nil: RecipesFor(Release)).
 	Catalog []Recipe
 	// Parallel is how many images BuildAll builds at once (0: 2).
 	Parallel int
@@ -112,7 +117,7 @@ type Builder struct {
 
 // Store returns the builder's image store.
 func (b *Builder) Store() (*Store, error) {
-	b.once.Do(func() { b.store, b.err = OpenStore(filepath.Join(b.StateDir, "images")) })
+	b.once.Do(func() { b.store, b.err = OpenStore(filepath.Join(b.releaseDir(), "images")) })
 	return b.store, b.err
 }
 
@@ -133,7 +138,29 @@ func (b *Builder) catalog() []Recipe {
 	if b.Catalog != nil {
 		return b.Catalog
 	}
-	return Recipes()
+	return RecipesFor(b.release())
+}
+
+// release is the release the builder makes images of.
+func (b *Builder) release() Release {
+	if b.Release.Name == "" {
+		return DefaultRelease()
+	}
+	return b.Release
+}
+
+// releaseDir holds the builder's release's images/, cache/debs/, layers/ and work/.
+func (b *Builder) releaseDir() string { return ReleaseDir(b.StateDir, b.release()) }
+
+// ReleaseDir is where a builder of stateDir keeps rel's images/, cache/debs/, layers/
+// and work/:
+// stateDir itself for Zed (whose images were there before osd had releases),
+// stateDir/releases/NAME for every later release.
+func ReleaseDir(stateDir string, rel Release) string {
+	if rel.Name == Zed {
+		return stateDir
+	}
+	return filepath.Join(stateDir, "releases", rel.Name)
 }
 
 func (b *Builder) sources(suite string) ([]AptSource, error) {
@@ -296,7 +323,7 @@ func (b *Builder) build(ctx context.Context, r Recipe, sess *session) (Result, e
 	case KindGo:
 		img, err = b.buildGo(ctx, r, clock)
 	case KindDebian:
-		layerFile := filepath.Join(b.StateDir, "work", fmt.Sprintf("%s%d.layer.tar", workName(r.Name), time.Now().UnixNano()))
+		layerFile := filepath.Join(b.releaseDir(), "work", fmt.Sprintf("%s%d.layer.tar", workName(r.Name), time.Now().UnixNano()))
 		defer os.Remove(layerFile) // normally moved into the store by Put
 		img, err = b.buildDebian(ctx, ch, vers, layerFile, sess, clock)
 	}
@@ -385,9 +412,9 @@ func (b *Builder) buildDebian(ctx context.Context, ch []Recipe, vers map[string]
 	return img, err
 }
 
-// workDir makes a fresh build directory under StateDir/work.
+// workDir makes a fresh build directory under the release's work/.
 func (b *Builder) workDir(name string) (string, error) {
-	dir := filepath.Join(b.StateDir, "work")
+	dir := filepath.Join(b.releaseDir(), "work")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

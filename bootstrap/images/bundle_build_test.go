@@ -70,8 +70,8 @@ func TestBundleCatalogImages(t *testing.T) {
 		t.Skip("builds (or checks the cached) catalog images for minutes; skipped in -short")
 	}
 	images.RequireBuildTools(t)
-	state, catalog, recipes := images.CatalogState(t)
-	b := &images.Builder{StateDir: state, Catalog: catalog}
+	state, rel, catalog, recipes := images.CatalogState(t)
+	b := &images.Builder{StateDir: state, Release: rel, Catalog: catalog}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	for _, r := range recipes {

@@ -238,9 +238,12 @@ func openstackDebconf() []string {
 	return out
 }
 
-// RecipeByName returns the catalog recipe called name.
-func RecipeByName(name string) (Recipe, bool) {
-	for _, r := range Recipes() {
+// RecipeByName returns the default release's catalog recipe called name.
+func RecipeByName(name string) (Recipe, bool) { return RecipeIn(DefaultRelease(), name) }
+
+// RecipeIn returns rel's catalog recipe called name.
+func RecipeIn(rel Release, name string) (Recipe, bool) {
+	for _, r := range RecipesFor(rel) {
 		if r.Name == name {
 			return r, true
 		}

@@ -57,7 +57,7 @@ func (b *Builder) List() ([]Status, error) {
 		byName[st.Name] = st
 	}
 	var out []Status
-	for _, r := range Recipes() {
+	for _, r := range b.catalog() {
 		s := Status{Name: r.Name, Ref: r.Ref}
 		if st, ok := byName[r.Name]; ok {
 			s.Stored, s.Digest, s.Size = true, st.Digest, st.Size

@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// The .debs every image build downloads are kept in one shared cache (StateDir/
-// cache/debs), so a package several images hold is downloaded once. Each build gets a
+// The .debs every image build downloads are kept in one cache shared by the release's
+// images (cache/debs of the release's directory, ReleaseDir), so a package several images hold is downloaded once. Each build gets a
 // private directory of hard links to the .debs it installs (apt in a build never
 // writes into a directory another build reads), and BuildAll downloads the .debs of
 // every image it is about to build ahead, in build order, while the first builds run.
 
-func (b *Builder) debCache() string { return filepath.Join(b.StateDir, "cache", "debs") }
+func (b *Builder) debCache() string { return filepath.Join(b.releaseDir(), "cache", "debs") }
 
 // debGlob is the shared cache's file pattern of one package version (any
 // architecture: amd64 or all).

@@ -29,8 +29,8 @@ func TestBuildCatalogImages(t *testing.T) {
 		t.Skip("builds (or checks the cached) catalog images for minutes; skipped in -short")
 	}
 	requireBuildTools(t)
-	state, catalog, recipes := catalogState(t)
-	b := &Builder{StateDir: state, Catalog: catalog, Progress: func(e Event) {
+	state, rel, catalog, recipes := catalogState(t)
+	b := &Builder{StateDir: state, Release: rel, Catalog: catalog, Progress: func(e Event) {
 		if e.Step != "mmdebstrap" || strings.HasPrefix(e.Message, "I:") || e.Packages%50 == 0 {
 			t.Logf("%s %s %d/%d %.0fMB %s", e.Image, e.Step, e.Packages, e.Total, e.MB, e.Message)
 		}
@@ -111,7 +111,7 @@ func TestBuildCatalogImages(t *testing.T) {
 // what: osd's image cache (OSD_CACHE_DIR, default /var/cache/osd) or, with
 // OSD_TEST_FULL_IMAGES=1, the tests' temporary state; every catalog image or those of
 // OSD_TEST_IMAGES.
-func catalogState(t testing.TB) (string, []Recipe, []Recipe) {
+func catalogState(t testing.TB) (string, Release, []Recipe, []Recipe) {
 	state := os.Getenv("OSD_CACHE_DIR")
 	if state == "" {
 		state = "/var/cache/osd"
@@ -123,8 +123,8 @@ func catalogState(t testing.TB) (string, []Recipe, []Recipe) {
 	if v := os.Getenv("OSD_TEST_IMAGES"); v != "" {
 		names = strings.Split(v, ",")
 	}
-	// OSD_TEST_RELEASE=epoxy builds another release's catalog (give it its own
-	// OSD_CACHE_DIR: the store holds one image per name).
+	// OSD_TEST_RELEASE=epoxy builds another release's catalog (in that release's
+	// directory of the cache, ReleaseDir).
 	rel := DefaultRelease()
 	if v := os.Getenv("OSD_TEST_RELEASE"); v != "" {
 		var err error
@@ -138,7 +138,7 @@ func catalogState(t testing.TB) (string, []Recipe, []Recipe) {
 		t.Fatal(err)
 	}
 	t.Logf("release %s", rel.Title())
-	return state, catalog, recipes
+	return state, rel, catalog, recipes
 }
 
 // flatLayers maps every path of the image, as a container sees it, to its

@@ -50,10 +50,10 @@ func (b *Builder) buildGo(ctx context.Context, r Recipe, clock *stepClock) (v1.I
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(b.StateDir, "work"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(b.releaseDir(), "work"), 0o755); err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(filepath.Join(b.StateDir, "work"), workName(r.Name))
+	work, err := os.MkdirTemp(filepath.Join(b.releaseDir(), "work"), workName(r.Name))
 	if err != nil {
 		return nil, err
 	}

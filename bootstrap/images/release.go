@@ -68,3 +68,36 @@ func DefaultRelease() Release {
 	}
 	return r
 }
+
+// RecordedRelease is the release of a host whose record names recorded (pure): that one
+// (an unknown name is an error naming the known ones); when the record names none, Zed
+// for a host already deployed or joined (it was the only release before osd recorded
+// them, and its databases must never be rolled forward by accident), else the default.
+func RecordedRelease(recorded string, deployed bool) (Release, error) {
+	switch {
+	case recorded != "":
+		return ReleaseNamed(recorded)
+	case deployed:
+		return ReleaseNamed(Zed)
+	}
+	return DefaultRelease(), nil
+}
+
+// UpgradeTarget is the release a cloud on cur could move to (pure): the default release,
+// when it is newer than cur (false when cur is the default or newer, or unknown).
+func UpgradeTarget(cur Release) (Release, bool) {
+	def := DefaultRelease()
+	ci, di := -1, -1
+	for i, r := range releases {
+		switch r.Name {
+		case cur.Name:
+			ci = i
+		case def.Name:
+			di = i
+		}
+	}
+	if ci < 0 || di <= ci {
+		return Release{}, false
+	}
+	return def, true
+}

@@ -1,6 +1,7 @@
 package images
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,81 @@ func TestRecipesFor(t *testing.T) {
 	for i, r := range Recipes() {
 		if r.Ref != def[i].Ref {
 			t.Errorf("Recipes()[%d] = %s, want the default release's %s", i, r.Ref, def[i].Ref)
+		}
+	}
+}
+
+// TestReleaseDirs: Zed's images stay where they were before osd had releases; every other
+// release gets a directory of its own, so two releases' images of one name never meet in
+// one store, and a builder of a release uses that release's catalog.
+func TestReleaseDirs(t *testing.T) {
+	epoxy, err := ReleaseNamed(Epoxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zed, _ := ReleaseNamed(Zed)
+	for _, c := range []struct {
+		rel  Release
+		want string
+	}{
+		{zed, "/var/cache/osd"},
+		{epoxy, "/var/cache/osd/releases/epoxy"},
+	} {
+		if got := ReleaseDir("/var/cache/osd", c.rel); got != c.want {
+			t.Errorf("ReleaseDir(%s) = %s, want %s", c.rel.Name, got, c.want)
+		}
+	}
+	dir := t.TempDir()
+	bz, be := &Builder{StateDir: dir}, &Builder{StateDir: dir, Release: epoxy}
+	if bz.releaseDir() != ReleaseDir(dir, DefaultRelease()) || be.releaseDir() != filepath.Join(dir, "releases", "epoxy") {
+		t.Errorf("release dirs = %s, %s", bz.releaseDir(), be.releaseDir())
+	}
+	if bz.debCache() == be.debCache() || bz.treeDir("base") == be.treeDir("base") {
+		t.Errorf("two releases share a .deb cache or a layer tree: %s %s", bz.debCache(), bz.treeDir("base"))
+	}
+	zs, err := bz.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := be.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zs.Dir() == es.Dir() {
+		t.Errorf("two releases share the store %s", zs.Dir())
+	}
+	for _, r := range be.catalog() {
+		if r.Kind == KindDebian && r.Suite != epoxy.Suite {
+			t.Errorf("the Epoxy builder's recipe %s is from %s, want %s", r.Name, r.Suite, epoxy.Suite)
+		}
+	}
+	if r, ok := RecipeIn(epoxy, "openstack"); !ok || !strings.HasSuffix(r.Ref, ":epoxy-trixie") {
+		t.Errorf("RecipeIn(epoxy, openstack) = %s, %v, want a ref tagged epoxy-trixie", r.Ref, ok)
+	}
+}
+
+func TestUpgradeTarget(t *testing.T) {
+	zed, _ := ReleaseNamed(Zed)
+	epoxy, _ := ReleaseNamed(Epoxy)
+	def := DefaultRelease()
+	// A Zed cloud is behind once the default moved past Zed.
+	zedWant, zedOK := "", def.Name != Zed
+	if zedOK {
+		zedWant = def.Name
+	}
+	for _, c := range []struct {
+		cur    Release
+		want   string
+		wantOK bool
+	}{
+		{def, "", false},                   // a cloud on the default has nothing to move to
+		{epoxy, "", false},                 // nor one on the newest release
+		{Release{Name: "kilo"}, "", false}, // unknown
+		{zed, zedWant, zedOK},
+	} {
+		got, ok := UpgradeTarget(c.cur)
+		if ok != c.wantOK || got.Name != c.want {
+			t.Errorf("UpgradeTarget(%s) = %q, %v, want %q, %v", c.cur.Name, got.Name, ok, c.want, c.wantOK)
 		}
 	}
 }

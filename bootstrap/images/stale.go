@@ -63,7 +63,7 @@ func staleWork(entries []string, self int, alive func(int) bool) []string {
 // working directory or command line is in it), detaches the tree's mounts, and removes
 // it. Builds of this process and of other running processes are left alone.
 func (b *Builder) cleanStaleWork() error {
-	dir := filepath.Join(b.StateDir, "work")
+	dir := filepath.Join(b.releaseDir(), "work")
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

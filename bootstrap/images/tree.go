@@ -21,7 +21,7 @@ import (
 // them mounts it as a lower directory instead of unpacking anything. A missing or
 // stale tree is extracted again from the stored image.
 
-func (b *Builder) treeDir(name string) string { return filepath.Join(b.StateDir, "layers", name) }
+func (b *Builder) treeDir(name string) string { return filepath.Join(b.releaseDir(), "layers", name) }
 
 // ensureTree returns the kept tree of the top layer of the stored image name.
 func (b *Builder) ensureTree(name string) (string, error) {
@@ -173,7 +173,7 @@ func pruneTree(dir string, patterns []string) error {
 
 // treeNames lists the images whose trees are kept (for tests and cleanup).
 func (b *Builder) treeNames() []string {
-	ents, _ := os.ReadDir(filepath.Join(b.StateDir, "layers"))
+	ents, _ := os.ReadDir(filepath.Join(b.releaseDir(), "layers"))
 	var out []string
 	for _, e := range ents {
 		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {

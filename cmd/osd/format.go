@@ -52,6 +52,9 @@ func statusTable(st statusView) func(*tabwriter.Writer) {
 		} else if info.OpenStack != "" { // a daemon of an older osd: its one release was Zed from Debian 12
 			fmt.Fprintf(tw, "openstack\t%s (Debian 12's packages)\n", releaseName(info.OpenStack))
 		}
+		if info.ReleaseUpgrade != "" {
+			fmt.Fprintf(tw, "release upgrade\t%s is available, not done: osd keeps this cloud on its release until an upgrade is asked for\n", info.ReleaseUpgrade)
+		}
 		k := info.Kubernetes
 		api := "not ready"
 		if k.APIReady {

@@ -19,6 +19,8 @@ func TestRenderStatus(t *testing.T) {
 	notReady.Kubernetes = api.KubernetesStatus{APIReady: true, NodeName: "n1", Reason: "node not ready: cni config uninitialized"}
 	epoxy := ready
 	epoxy.OpenStack, epoxy.OpenStackTitle = "epoxy", "2025.1 Epoxy (Debian 13's packages)"
+	behind := ready
+	behind.ReleaseUpgrade = "2025.1 Epoxy (Debian 13's packages)"
 	tests := []struct {
 		name, format string
 		info         api.ServerInfo
@@ -27,6 +29,7 @@ func TestRenderStatus(t *testing.T) {
 	}{
 		{name: "table ready", format: "table", info: ready, want: []string{"daemon", "running", "node n1", "Ready", "openstack       Zed (Debian 12's packages)"}},
 		{name: "table names the release as the daemon titles it", format: "table", info: epoxy, want: []string{"openstack       2025.1 Epoxy (Debian 13's packages)"}},
+		{name: "table says a release upgrade is available", format: "table", info: behind, want: []string{"release upgrade", "2025.1 Epoxy (Debian 13's packages) is available, not done"}},
 		{name: "table not ready says why", format: "table", info: notReady, want: []string{"not ready", "why", "cni config uninitialized"}},
 		{name: "json", format: "json", info: notReady, want: []string{`"node_ready": false`, `"reason": "node not ready: cni config uninitialized"`}},
 		{name: "yaml", format: "yaml", info: ready, want: []string{"node_ready: true", "state: running"}},

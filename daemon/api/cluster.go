@@ -138,6 +138,9 @@ type JoinResponse struct {
 	K3sServerURL    string    `json:"k3s_server_url"`
 	K3sToken        string    `json:"k3s_token"`
 	K3sTokenExpires time.Time `json:"k3s_token_expires"`
+	// Release is the OpenStack release the cloud runs, by codename ("" from a cluster of
+	// an osd from before releases were recorded: zed).
+	Release string `json:"release,omitempty"`
 }
 
 // HeartbeatRequest is the optional body of POST /1.0/cluster/members/{name}/heartbeat.

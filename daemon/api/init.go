@@ -23,6 +23,10 @@ type InitRequest struct {
 	// StorageSize is the size in bytes of Ceph's OSD file or of the LVM volume group (0:
 	// from the free disk). At least MinStorageBytes; it can grow, never shrink.
 	StorageSize int64 `json:"storage_size_bytes,omitempty"`
+	// Release is the OpenStack release of a new cloud, by codename or series ("": the
+	// default release, or the one the cloud runs). A cloud keeps the release it was
+	// deployed with: asking for another one is refused (409).
+	Release string `json:"release,omitempty"`
 }
 
 // Converge states.

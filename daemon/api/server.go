@@ -20,8 +20,12 @@ type ServerInfo struct {
 	Uptime    string    `json:"uptime"`
 	// OpenStack is the OpenStack release the service images hold ("zed", "epoxy"), and
 	// OpenStackTitle how status names it ("2025.1 Epoxy (Debian 13's packages)").
-	OpenStack      string           `json:"openstack,omitempty"`
-	OpenStackTitle string           `json:"openstack_title,omitempty"`
+	OpenStack      string `json:"openstack,omitempty"`
+	OpenStackTitle string `json:"openstack_title,omitempty"`
+	// ReleaseUpgrade is the title of the newer release this osd deploys for new clouds
+	// when the cloud runs an older one ("": none): a release upgrade is available and
+	// not yet done (osd never moves a cloud between releases by itself).
+	ReleaseUpgrade string           `json:"release_upgrade,omitempty"`
 	Kubernetes     KubernetesStatus `json:"kubernetes"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/rest"
 )
@@ -108,3 +109,14 @@ func (s *Service) Hostnames(ctx context.Context) ([]api.Member, error) {
 
 // selfHostname is this host's OS hostname ("" when it cannot be read).
 func (s *Service) selfHostname() string { return s.hooks.Hostname() }
+
+// Release is the OpenStack release this cluster's cloud runs (images.RecordedRelease of
+// the host record of the node answering the join).
+func (s *Service) Release(ctx context.Context) (string, error) {
+	h, err := s.db.Host(ctx)
+	if err != nil {
+		return "", err
+	}
+	rel, err := bimages.RecordedRelease(h.Release, h.Initialized || h.Join != nil)
+	return rel.Name, err
+}

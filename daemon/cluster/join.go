@@ -55,6 +55,9 @@ type JoinDeps interface {
 	// Hostnames lists the node answering the join (Local) and every member, each with
 	// its OS hostname ("" when unknown).
 	Hostnames(ctx context.Context) ([]api.Member, error)
+	// Release is the OpenStack release the cluster's cloud runs, by codename: the joiner
+	// builds or fetches that release's images.
+	Release(ctx context.Context) (string, error)
 }
 
 // ValidateJoinRequest checks the shape of req (pure); errors wrap ErrInvalid (400).
@@ -132,11 +135,16 @@ func HandleJoin(ctx context.Context, deps JoinDeps, req api.JoinRequest) (api.Jo
 	if err != nil {
 		return api.JoinResponse{}, rest.Errorf(rest.ErrNotReady, "kubernetes cannot take a new node yet: %w", err)
 	}
+	release, err := deps.Release(ctx)
+	if err != nil {
+		return api.JoinResponse{}, err
+	}
 	certPEM, err := deps.IssueMemberCert(req.Name, pub)
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
 	return api.JoinResponse{
+		Release:         release,
 		MemberCertPEM:   string(certPEM),
 		CACertPEM:       string(deps.CACertPEM()),
 		Roles:           roles,

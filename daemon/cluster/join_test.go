@@ -37,6 +37,7 @@ func (f *fakeJoinDeps) CACertPEM() []byte { return []byte("CA") }
 func (f *fakeJoinDeps) Hostnames(context.Context) ([]api.Member, error) {
 	return f.hosts, nil
 }
+func (f *fakeJoinDeps) Release(context.Context) (string, error) { return "epoxy", nil }
 func (f *fakeJoinDeps) AgentCredential(_ context.Context, name string) (AgentCredential, error) {
 	f.agents = append(f.agents, name)
 	return AgentCredential{ServerURL: "https://10.0.0.1:6443", Token: "K10abc::id1234.secret", Expires: t0}, f.agentErr
@@ -115,7 +116,7 @@ func TestHandleJoin(t *testing.T) {
 			want := api.JoinResponse{MemberCertPEM: "CERT node2", CACertPEM: "CA", Roles: []string{"compute", "network"},
 				K3sServerURL: "https://10.0.0.1:6443", K3sToken: "K10abc::id1234.secret", K3sTokenExpires: t0}
 			if !slices.Equal(resp.Roles, want.Roles) || resp.MemberCertPEM != want.MemberCertPEM || resp.CACertPEM != want.CACertPEM ||
-				resp.K3sServerURL != want.K3sServerURL || resp.K3sToken != want.K3sToken || !resp.K3sTokenExpires.Equal(want.K3sTokenExpires) {
+				resp.K3sServerURL != want.K3sServerURL || resp.Release != "epoxy" || resp.K3sToken != want.K3sToken || !resp.K3sTokenExpires.Equal(want.K3sTokenExpires) {
 				t.Errorf("HandleJoin() = %+v, want %+v", resp, want)
 			}
 		})

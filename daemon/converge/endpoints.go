@@ -48,6 +48,10 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 	if err := s.storage.CheckRequest(ctx, req, probeDecisions(s.st.Cfg)); err != nil {
 		return rest.ErrorResponse(err)
 	}
+	rel, err := releaseFor(h, req.Release)
+	if err != nil {
+		return rest.ErrorResponse(err)
+	}
 	goal := state.GoalOpenStack
 	if req.KubernetesOnly {
 		goal = state.GoalKubernetes
@@ -75,6 +79,7 @@ func (s *Service) postInit(r *http.Request) rest.Response {
 		}
 		h.Goal = goal
 		s.storage.RecordRequest(h, req)
+		h.Release = rel.Name // from the first init on, the cloud's release
 		h.Initialized = true
 		return nil
 	})

@@ -53,8 +53,17 @@ func imagesLayer(images map[string]string, svc Service) (map[string]any, error) 
 	return map[string]any{"images": out}, nil
 }
 
-// Render returns the values of one service: chart defaults <- images <- profile <- features
-// <- common overrides <- per-service overrides (see Merge for the rules).
+// releaseLayer hands the OpenStack release (zed in specs from before releases were
+// recorded) to every chart as openstackRelease.
+func releaseLayer(release string) map[string]any {
+	if release == "" {
+		release = "zed"
+	}
+	return map[string]any{"openstackRelease": release}
+}
+
+// Render returns the values of one service: chart defaults <- images <- release <- profile
+// <- features <- common overrides <- per-service overrides (see Merge for the rules).
 func Render(spec DeploymentSpec, svc Service, chartDefaults map[string]any) (map[string]any, error) {
 	img, err := imagesLayer(spec.Images, svc)
 	if err != nil {
@@ -68,7 +77,7 @@ func Render(spec DeploymentSpec, svc Service, chartDefaults map[string]any) (map
 	if err != nil {
 		return nil, err
 	}
-	return Merge(chartDefaults, img, prof, feat, spec.Common, spec.Services[svc.Name].Overrides), nil
+	return Merge(chartDefaults, img, releaseLayer(spec.Release), prof, feat, spec.Common, spec.Services[svc.Name].Overrides), nil
 }
 
 // HelmValues returns the values to hand to Helm for rendered values: rendered plus an

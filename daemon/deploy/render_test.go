@@ -20,17 +20,20 @@ func TestRender(t *testing.T) {
 	}{
 		{name: "defaults and single-node", spec: DeploymentSpec{Images: imgs}, svc: keystone, want: map[string]any{
 			"replicas": 1, "uwsgi": map[string]any{"processes": 2, "threads": 4}, "debug": false, "extra": "x",
-			"images": map[string]any{"openstack": "osd/openstack:1"}, "features": map[string]any{"storage": "file", "network": "ovn", "tls": false}}},
+			"images": map[string]any{"openstack": "osd/openstack:1"}, "features": map[string]any{"storage": "file", "network": "ovn", "tls": false}, "openstackRelease": "zed"}},
 		{name: "ha, features, common then service win", svc: keystone, spec: DeploymentSpec{
 			Profile: ProfileHA, Images: imgs, Features: Features{Storage: "lvm", TLS: true},
 			Common:   map[string]any{"debug": true, "replicas": 2, "uwsgi": map[string]any{"threads": 8}},
 			Services: map[string]ServiceSpec{"keystone": {Overrides: map[string]any{"replicas": 4, "extra": nil}}},
 		}, want: map[string]any{
 			"replicas": 4, "uwsgi": map[string]any{"processes": 2, "threads": 8}, "debug": true,
-			"images": map[string]any{"openstack": "osd/openstack:1"}, "features": map[string]any{"storage": "lvm", "network": "ovn", "tls": true}}},
+			"images": map[string]any{"openstack": "osd/openstack:1"}, "features": map[string]any{"storage": "lvm", "network": "ovn", "tls": true}, "openstackRelease": "zed"}},
 		{name: "ha keeps stateful single", svc: mariadb, spec: DeploymentSpec{Profile: ProfileHA, Images: imgs}, want: map[string]any{
 			"replicas": 1, "uwsgi": map[string]any{"processes": 2, "threads": 4}, "debug": false, "extra": "x",
-			"images": map[string]any{"mariadb": "osd/mariadb:1"}, "features": map[string]any{"storage": "file", "network": "ovn", "tls": false}}},
+			"images": map[string]any{"mariadb": "osd/mariadb:1"}, "features": map[string]any{"storage": "file", "network": "ovn", "tls": false}, "openstackRelease": "zed"}},
+		{name: "release", svc: mariadb, spec: DeploymentSpec{Release: "epoxy", Images: imgs}, want: map[string]any{
+			"replicas": 1, "uwsgi": map[string]any{"processes": 2, "threads": 4}, "debug": false, "extra": "x",
+			"images": map[string]any{"mariadb": "osd/mariadb:1"}, "features": map[string]any{"storage": "file", "network": "ovn", "tls": false}, "openstackRelease": "epoxy"}},
 		{name: "missing image", svc: keystone, spec: DeploymentSpec{}, wantErr: "image \"openstack\""},
 		{name: "bad profile", svc: keystone, spec: DeploymentSpec{Images: imgs, Profile: "huge"}, wantErr: "unknown profile"},
 		{name: "bad storage", svc: keystone, spec: DeploymentSpec{Images: imgs, Features: Features{Storage: "s3"}}, wantErr: "unknown storage"},

@@ -36,7 +36,10 @@ type OpenStackDeployment struct {
 
 // DeploymentSpec is written by the daemon (osd init) and by users (osd config).
 type DeploymentSpec struct {
-	Profile  string                 `json:"profile,omitempty"` // single-node (default) | ha
+	Profile string `json:"profile,omitempty"` // single-node (default) | ha
+	// Release is the OpenStack release the images are of, by codename ("" in specs
+	// written before osd recorded releases: zed); every chart gets it as openstackRelease.
+	Release  string                 `json:"release,omitempty"`
 	Features Features               `json:"features,omitempty"`
 	Common   map[string]any         `json:"common,omitempty"`   // values merged into every release
 	Services map[string]ServiceSpec `json:"services,omitempty"` // keyed by catalog service name

@@ -44,9 +44,13 @@ func (s *Service) KeystonePublicURL() string { return s.PublicURL("keystone", "p
 
 // Spec is the OpenStackDeployment osd asks for on this host.
 func (s *Service) Spec() (deploy.DeploymentSpec, error) {
-	spec := deploy.DeploymentSpec{Profile: "single-node", Images: map[string]string{}}
+	rel, err := s.st.Release(context.Background())
+	if err != nil {
+		return deploy.DeploymentSpec{}, err
+	}
+	spec := deploy.DeploymentSpec{Profile: "single-node", Release: rel.Name, Images: map[string]string{}}
 	for _, n := range DeployImages(deploy.DefaultCatalog()) {
-		r, ok := bimages.RecipeByName(n)
+		r, ok := bimages.RecipeIn(rel, n)
 		if !ok {
 			return spec, fmt.Errorf("no recipe for image %s", n)
 		}

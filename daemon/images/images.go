@@ -35,11 +35,11 @@ type Service struct {
 	st *state.State
 	// more names the images the deployment needs beyond DeployImages (those of the
 	// storage backend).
-	more     func(ctx context.Context) []string
-	once     sync.Once
-	builder  *bimages.Builder
-	busy     sync.Mutex // one image build or bundle import at a time
-	importMu sync.Mutex // one import into containerd at a time
+	more       func(ctx context.Context) []string
+	buildersMu sync.Mutex
+	builders   map[string]*bimages.Builder // by release
+	busy       sync.Mutex                  // one image build or bundle import at a time
+	importMu   sync.Mutex                  // one import into containerd at a time
 
 	mu        sync.Mutex
 	imp       *importer                // the current image-build's imports
@@ -66,12 +66,33 @@ func (s *Service) Endpoints() []rest.Endpoint {
 	}
 }
 
-// Builder is the daemon's image builder (one per daemon, shared by init and the API).
+// Builder is the image builder of the release this host's cloud runs (state.Release):
+// one per release and daemon, shared by init and the API. A release this osd does not
+// know in the host record (written by a newer osd) is logged and the default release's
+// builder answers: what it builds is never deployed, since the deployment's spec refuses
+// that record too.
 func (s *Service) Builder() *bimages.Builder {
-	s.once.Do(func() {
-		s.builder = &bimages.Builder{StateDir: s.st.Cfg.CacheDir, Log: slog.Default().With("component", "images")}
-	})
-	return s.builder
+	rel, err := s.st.Release(context.Background())
+	if err != nil {
+		slog.Error("the host record's OpenStack release", "err", err)
+		rel = bimages.DefaultRelease()
+	}
+	return s.BuilderFor(rel)
+}
+
+// BuilderFor is the daemon's image builder of rel.
+func (s *Service) BuilderFor(rel bimages.Release) *bimages.Builder {
+	s.buildersMu.Lock()
+	defer s.buildersMu.Unlock()
+	if b, ok := s.builders[rel.Name]; ok {
+		return b
+	}
+	if s.builders == nil {
+		s.builders = map[string]*bimages.Builder{}
+	}
+	b := &bimages.Builder{StateDir: s.st.Cfg.CacheDir, Release: rel, Log: slog.Default().With("component", "images", "release", rel.Name)}
+	s.builders[rel.Name] = b
+	return b
 }
 
 func (s *Service) decodeImages(r *http.Request, needPath bool) (api.ImagesRequest, error) {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/osdcloud/osd/bootstrap"
+	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/bootstrap/preflight"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
@@ -116,10 +117,14 @@ func (s *Service) loadJoin() (*Record, error) {
 }
 
 // saveJoin records rec as this node's join (and, when tunnel is not "", the tunnel
-// interface the join asked for) in the host record, in one transaction.
-func (s *Service) saveJoin(ctx context.Context, rec Record, tunnel string) error {
+// interface the join asked for; when release is not "", the cluster's OpenStack release)
+// in the host record, in one transaction.
+func (s *Service) saveJoin(ctx context.Context, rec Record, tunnel, release string) error {
 	err := s.st.UpdateHost(ctx, func(h *store.Host) error {
 		h.Join = &rec
+		if release != "" {
+			h.Release = release
+		}
 		if tunnel != "" {
 			h.TunnelInterface = tunnel
 		}
@@ -217,6 +222,11 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "this node's roles come with its join token: %s, not %s (to change them, issue a new token on a member: osd cluster add %s --role %s)",
 			strings.Join(creds.Roles, ","), strings.Join(asked, ","), tok.Name, strings.Join(asked, ",")))
 	}
+	// The joiner runs the cluster's release: it builds or fetches that release's images.
+	release, err := bimages.RecordedRelease(creds.Release, true)
+	if err != nil {
+		return rest.ErrorResponse(rest.Errorf(rest.ErrBadRequest, "the cluster's cloud runs a release this osd does not know (%v): install the cluster's osd version on this host and join again", err))
+	}
 	tunnelIface := req.TunnelInterface
 	if tunnelIface == "" {
 		tunnelIface = netsetup.TunnelAuto
@@ -230,7 +240,7 @@ func (s *Service) postJoinRemote(r *http.Request) rest.Response {
 	jreq.CSR = ""
 	rec = &Record{State: state.JoinJoining, Name: tok.Name, Secret: tok.Secret, Roles: creds.Roles, Fingerprint: tok.Fingerprint,
 		Addresses: tok.Addresses, Server: server, Address: jreq.Address, K3sURL: creds.K3sServerURL, K3sToken: creds.K3sToken, Hostname: jreq.Hostname}
-	if err := s.saveJoin(ctx, *rec, tunnelIface); err != nil {
+	if err := s.saveJoin(ctx, *rec, tunnelIface, release.Name); err != nil {
 		return rest.ErrorResponse(err)
 	}
 	// This host's firewall (made by the join's first step) trusts the cluster's nodes.
@@ -476,7 +486,7 @@ func (s *Service) completeJoin(ctx context.Context) (bool, string, error) {
 		return false, "", fmt.Errorf("complete the join with %s: %w", rec.Server, err)
 	}
 	rec.State, rec.Secret = state.JoinMember, ""
-	if err := s.saveJoin(ctx, *rec, ""); err != nil {
+	if err := s.saveJoin(ctx, *rec, "", ""); err != nil {
 		return false, "", err
 	}
 	slog.Info("joined the cluster", "name", m.Name, "server", rec.Server, "roles", m.Roles)
@@ -536,7 +546,7 @@ func (s *Service) startHeartbeats() {
 			if errors.Is(err, cluster.ErrRemoved) {
 				slog.Error("the cluster removed this node: stopping the embedded Kubernetes agent (osd reset cleans this host)", "err", err)
 				rec.State = state.JoinRemoved
-				if serr := s.saveJoin(context.WithoutCancel(ctx), *rec, ""); serr != nil {
+				if serr := s.saveJoin(context.WithoutCancel(ctx), *rec, "", ""); serr != nil {
 					slog.Error("record removal", "err", serr)
 				}
 				s.st.Stop(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"
 )
@@ -91,4 +92,20 @@ func (n netSaved) Save(s netsetup.Saved) error {
 		*n.field(h) = v
 		return nil
 	})
+}
+
+// ReleaseOf is the OpenStack release host record h's cloud runs (pure, see
+// images.RecordedRelease): the recorded one, Zed for a host initialized or joined before
+// osd recorded releases, the default for a host nothing was asked of yet.
+func ReleaseOf(h store.Host) (bimages.Release, error) {
+	return bimages.RecordedRelease(h.Release, h.Initialized || h.Join != nil)
+}
+
+// Release is the OpenStack release this host's cloud runs (ReleaseOf its record).
+func (s *State) Release(ctx context.Context) (bimages.Release, error) {
+	h, err := s.Host(ctx)
+	if err != nil {
+		return bimages.Release{}, err
+	}
+	return ReleaseOf(h)
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/store"
 	"github.com/osdcloud/osd/netsetup"
 )
@@ -70,5 +71,28 @@ func TestHostAccessors(t *testing.T) {
 	n := netsetup.ExternalNetwork{Bridge: "br-ex", CIDR: "172.24.4.0/24", GatewayIP: "172.24.4.1", Interface: "eth1"}
 	if got := FromNetwork(*Network(n)); got != n {
 		t.Errorf("FromNetwork(Network(%+v)) = %+v", n, got)
+	}
+}
+
+func TestReleaseOf(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    store.Host
+		want string
+		err  bool
+	}{
+		{"nothing asked: the default", store.Host{}, bimages.DefaultReleaseName, false},
+		{"recorded", store.Host{Initialized: true, Release: "epoxy"}, "epoxy", false},
+		{"recorded by series", store.Host{Initialized: true, Release: "2025.1"}, "epoxy", false},
+		{"initialized before releases were recorded", store.Host{Initialized: true}, "zed", false},
+		{"joined before releases were recorded", store.Host{Join: &store.Join{State: "member"}}, "zed", false},
+		{"unknown", store.Host{Initialized: true, Release: "victoria"}, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ReleaseOf(c.h)
+			if (err != nil) != c.err || got.Name != c.want {
+				t.Errorf("ReleaseOf(%+v) = %q, %v, want %q (error %v)", c.h, got.Name, err, c.want, c.err)
+			}
+		})
 	}
 }

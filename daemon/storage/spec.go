@@ -17,13 +17,26 @@ type Site struct {
 	PublicIP    string // the Ceph monitor's address, for Glance, Cinder and nova-compute
 	KeystoneURL string // Keystone's public address (Cinder's www_authenticate_uri)
 	CinderURL   string // Cinder's public endpoint
+	// Release is the OpenStack release the cloud runs (its Ceph image; zero: the default).
+	Release bimages.Release
+}
+
+func (s Site) release() bimages.Release {
+	if s.Release.Name == "" {
+		return bimages.DefaultRelease()
+	}
+	return s.Release
 }
 
 // ApplySpec adds this host's block storage, as recorded, to spec (Apply): keystoneURL is
 // Keystone's public address, cinderURL Cinder's public endpoint.
 func (s *Service) ApplySpec(ctx context.Context, spec *deploy.DeploymentSpec, keystoneURL, cinderURL string) error {
 	cfg := s.st.Cfg
-	site := Site{NodeName: cfg.NodeName, StateDir: cfg.StateDir, PublicIP: cfg.PublicIP(), KeystoneURL: keystoneURL, CinderURL: cinderURL}
+	rel, err := s.st.Release(ctx)
+	if err != nil {
+		return err
+	}
+	site := Site{NodeName: cfg.NodeName, StateDir: cfg.StateDir, PublicIP: cfg.PublicIP(), KeystoneURL: keystoneURL, CinderURL: cinderURL, Release: rel}
 	return Apply(spec, s.Current(ctx), site)
 }
 
@@ -35,7 +48,7 @@ func Apply(spec *deploy.DeploymentSpec, c Choice, site Site) error {
 	ceph := c.Backend == api.StorageCeph
 	cinder := ceph || c.Backend == api.StorageLVM
 	if ceph {
-		r, ok := bimages.RecipeByName("ceph")
+		r, ok := bimages.RecipeIn(site.release(), "ceph")
 		if !ok {
 			return fmt.Errorf("no recipe for image ceph")
 		}

@@ -30,6 +30,10 @@ type Host struct {
 	ExternalWanted *Network
 	External       *Network
 	Storage        Storage
+	// Release is the OpenStack release this host's cloud runs, by codename, recorded by
+	// the first osd init or osd join ("" on a host initialized before releases were
+	// recorded: state.ReleaseOf says what that means).
+	Release string
 	// Join is this node's join to a cluster (nil when it never joined).
 	Join *Join
 	// NetExternal and NetTunnel are what netsetup saved of the external network and of
@@ -69,14 +73,19 @@ type Join struct {
 	Hostname    string // "" in joins from before joins sent one
 }
 
-// hostColumns are the host table's columns in the order hostScan and hostArgs use.
-const hostColumns = `version, initialized, goal, tunnel_interface,
+// hostColumns are the host table's columns in the order readHost and writeHost use;
+// hostColumnsV7 those the table had at schema version 7, when it was made (the update
+// that made it writes its first row with them).
+const (
+	hostColumns   = hostColumnsV7 + `, release`
+	hostColumnsV7 = `version, initialized, goal, tunnel_interface,
 	ext_wanted_bridge, ext_wanted_cidr, ext_wanted_gateway, ext_wanted_interface,
 	ext_bridge, ext_cidr, ext_gateway, ext_interface,
 	storage_wanted, storage_size_wanted, storage_backend, storage_reason, storage_size,
 	join_state, join_name, join_secret, join_roles, join_fingerprint, join_addresses,
 	join_server, join_address, join_k3s_url, join_k3s_token, join_hostname,
 	net_external, net_tunnel`
+)
 
 type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -94,7 +103,7 @@ func readHost(ctx context.Context, q queryer) (Host, error) {
 		&h.Storage.Wanted, &h.Storage.SizeWanted, &h.Storage.Backend, &h.Storage.Reason, &h.Storage.Size,
 		&j.State, &j.Name, &j.Secret, &roles, &j.Fingerprint, &addrs,
 		&j.Server, &j.Address, &j.K3sURL, &j.K3sToken, &j.Hostname,
-		&h.NetExternal, &h.NetTunnel)
+		&h.NetExternal, &h.NetTunnel, &h.Release)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Host{Version: HostVersion}, nil
 	}
@@ -136,6 +145,12 @@ func splitList(s string) []string {
 }
 
 func writeHost(ctx context.Context, tx *sql.Tx, h Host) error {
+	return writeHostColumns(ctx, tx, h, hostColumns)
+}
+
+// writeHostColumns writes h with cols, hostColumns or a prefix of it (hostColumnsV7):
+// the values of the columns past the prefix are left out.
+func writeHostColumns(ctx context.Context, tx *sql.Tx, h Host, cols string) error {
 	var j Join
 	if h.Join != nil {
 		j = *h.Join
@@ -157,9 +172,12 @@ func writeHost(ctx context.Context, tx *sql.Tx, h Host) error {
 	args = append(args, networkArgs(h.External)...)
 	args = append(args, h.Storage.Wanted, h.Storage.SizeWanted, h.Storage.Backend, h.Storage.Reason, h.Storage.Size,
 		j.State, j.Name, j.Secret, strings.Join(j.Roles, ","), j.Fingerprint, strings.Join(j.Addresses, ","),
-		j.Server, j.Address, j.K3sURL, j.K3sToken, j.Hostname, h.NetExternal, h.NetTunnel, now())
+		j.Server, j.Address, j.K3sURL, j.K3sToken, j.Hostname, h.NetExternal, h.NetTunnel, h.Release, now())
+	if n := strings.Count(cols, ",") + 1; n < len(args)-1 {
+		args = append(args[:n], args[len(args)-1]) // the columns cols names, then updated_at
+	}
 	marks := strings.Repeat("?, ", len(args)-1) + "?"
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO host(id, `+hostColumns+`, updated_at) VALUES (1, `+marks+`)`, args...)
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO host(id, `+cols+`, updated_at) VALUES (1, `+marks+`)`, args...)
 	if err != nil {
 		return fmt.Errorf("write host record: %w", err)
 	}

@@ -24,6 +24,7 @@ func TestEveryUpdateAppliesOnFreshDatabase(t *testing.T) {
 		5: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 		6: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members"},
 		7: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members", "host"},
+		8: {"schema", "config", "journal", "journal_step", "journal_state", "tokens", "trust", "members", "removed_members", "host"},
 	}
 	for n := 0; n <= len(updates); n++ {
 		for _, kind := range []string{"memory", "file"} {
@@ -297,5 +298,32 @@ func TestUpgradeKeepsMembersWithoutHostname(t *testing.T) {
 	m, err := d.GetMember(ctx, "node2")
 	if err != nil || m.Hostname != "" || m.Fingerprint != "fp2" || len(m.Roles) != 1 {
 		t.Errorf("GetMember(node2) after upgrade = %+v, %v, want the old member with no hostname", m, err)
+	}
+}
+
+// TestUpgradeKeepsHostWithoutRelease: a host record from before releases were recorded
+// reads back whole with no release (state.ReleaseOf takes that as the release osd
+// deployed then), and a release written after the update is kept.
+func TestUpgradeKeepsHostWithoutRelease(t *testing.T) {
+	ctx := context.Background()
+	old, path := openTemp(t, updates[:7])
+	if _, err := old.db.ExecContext(ctx, `UPDATE host SET initialized = 1, goal = 'openstack', storage_backend = 'ceph' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open() upgrade = %v, want nil", err)
+	}
+	defer d.Close()
+	h, err := d.Host(ctx)
+	if err != nil || !h.Initialized || h.Goal != "openstack" || h.Storage.Backend != "ceph" || h.Release != "" {
+		t.Fatalf("Host() after upgrade = %+v, %v, want the old initialized record with no release", h, err)
+	}
+	if err := d.UpdateHost(ctx, func(h *Host) error { h.Release = "epoxy"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := d.Host(ctx); err != nil || h.Release != "epoxy" || h.Storage.Backend != "ceph" {
+		t.Errorf("Host() after recording a release = %+v, %v, want release epoxy and the rest kept", h, err)
 	}
 }

@@ -15,6 +15,7 @@ var updates = []update{
 	updateFromV4,
 	updateFromV5,
 	updateFromV6,
+	updateFromV7,
 }
 
 // updateFromV0 creates the configuration, the step journal and the completed-step record.
@@ -157,7 +158,7 @@ CREATE TABLE host (
 	if err != nil {
 		return err
 	}
-	if err := writeHost(ctx, tx, h); err != nil {
+	if err := writeHostColumns(ctx, tx, h, hostColumnsV7); err != nil {
 		return err
 	}
 	for _, k := range legacyKeys {
@@ -166,4 +167,12 @@ CREATE TABLE host (
 		}
 	}
 	return nil
+}
+
+// updateFromV7 records the OpenStack release a host's cloud runs (Host.Release). A host
+// initialized before releases were recorded keeps an empty release, which means Zed, the only
+// release osd deployed then (state.ReleaseOf): nothing moves its databases forward.
+func updateFromV7(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `ALTER TABLE host ADD COLUMN release TEXT NOT NULL DEFAULT '';`)
+	return err
 }
