@@ -1574,3 +1574,22 @@ if as %[1]d $S/token.txt %[3]s; then result rotated_token 0; else result rotated
 		field("step_keystone-register_1", 1), field("step_keystone-register-cfn_1", 1), field("step_stack-domain_1", 1),
 		field("step_keystone-register_2", 1), field("step_keystone-register-cfn_2", 1), field("step_stack-domain_2", 1))
 }
+
+// TestHeatSchemaFollowsRelease: heat's wait-db step reads the schema where the release
+// writes it down: Zed's sqlalchemy-migrate repository, Alembic's versions on Epoxy (a Zed
+// path there fails the step: the directory is gone).
+func TestHeatSchemaFollowsRelease(t *testing.T) {
+	for _, c := range []struct{ release, want string }{
+		{"", "migrate:heat/db/sqlalchemy/migrate_repo"},
+		{"zed", "migrate:heat/db/sqlalchemy/migrate_repo"},
+		{"epoxy", "alembic:heat/db/migrations"},
+	} {
+		out, err := renderOutput(t, "heat", deploy.DeploymentSpec{Release: c.release, Images: testImages})
+		if err != nil {
+			t.Fatalf("render heat on %q: %v", c.release, err)
+		}
+		if !strings.Contains(out, c.want) {
+			t.Errorf("heat on release %q: the wait-db step lacks %s", c.release, c.want)
+		}
+	}
+}

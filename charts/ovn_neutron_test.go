@@ -283,7 +283,7 @@ func TestNeutronChart(t *testing.T) {
 		t.Errorf("metadata agent hostNetwork=%v nodeSelector=%v", pod.HostNetwork, pod.NodeSelector)
 	}
 	// metadata-agent.py: the proxy in the agent's process, its handler connected.
-	checkPythonCommand(t, pod.Containers[0].Command, "from neutron.cmd.eventlet.agents import ovn_metadata", "registry.publish(resources.PROCESS, events.AFTER_INIT",
+	checkPythonCommand(t, pod.Containers[0].Command, "from neutron.cmd.agents import ovn_metadata\nexcept ImportError as older:  # noqa: F841 (the module of the older release below)\n    # Zed: patches eventlet in first, as /usr/bin/neutron-ovn-metadata-agent does.\n    from neutron.cmd.eventlet.agents import ovn_metadata", "registry.publish(resources.PROCESS, events.AFTER_INIT",
 		"--config-file /etc/neutron/neutron.conf --config-file /etc/neutron/neutron_ovn_metadata_agent.ini")
 	if md := typed["Secret/neutron-config"].(*corev1.Secret).StringData["metadata_agent.ini"]; !strings.Contains(md, "metadata_workers = 0\n") || !strings.Contains(md, "use_helper_for_ns_read = false\n") ||
 		!strings.Contains(md, "\n[agent]\nroot_helper = \n") {

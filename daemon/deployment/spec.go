@@ -88,6 +88,7 @@ func (s *Service) Spec() (deploy.DeploymentSpec, error) {
 		}},
 	}
 	SetNodePorts(spec.Services, deploy.DefaultCatalog())
+	applyReleaseValues(spec.Services, rel)
 	return spec, s.storage.ApplySpec(context.Background(), &spec, s.KeystonePublicURL(), s.PublicURL("cinder", "public"))
 }
 

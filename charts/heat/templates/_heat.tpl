@@ -71,7 +71,7 @@ namespace. No liveness probe then: a restart does not bring RabbitMQ back.
 {{- $files := dict "heat.conf" "/etc/heat/heat.conf" -}}
 {{- $init := include "osd-lib.configRender" $args | fromYamlArray -}}
 {{- /* Not before the heat-init Job's db sync: on missing tables heat's engine exits. */ -}}
-{{- $init = concat $init (include "osd-lib.waitDBStep" (merge (dict "file" "heat.conf" "conf" "/etc/heat/heat.conf" "section" "database" "schema" "migrate:heat/db/sqlalchemy/migrate_repo" "job" "heat-init") $args) | fromYamlArray) -}}
+{{- $init = concat $init (include "osd-lib.waitDBStep" (merge (dict "file" "heat.conf" "conf" "/etc/heat/heat.conf" "section" "database" "schema" (include "heat.schema" $ctx) "job" "heat-init") $args) | fromYamlArray) -}}
 {{- with .check -}}
 {{- /* Heat started on demand: its configuration and API applications are loaded once
 here, so that what Heat cannot load fails the pod now, not a user's first request. */ -}}
@@ -95,4 +95,10 @@ here, so that what Heat cannot load fails the pod now, not a user's first reques
       "checksum" (include "heat.checksum" $ctx) "initContainers" $init
       "containers" (include "osd-lib.container" (merge $main $args) | fromYamlArray)
       "volumes" (include "osd-lib.configVolumes" $args | fromYamlArray)) -}}
+{{- end -}}
+
+{{/* heat.schema is where Heat's database schema is written down, for the wait-db step:
+Zed's sqlalchemy-migrate repository, Alembic's versions from 2023.1 on. */}}
+{{- define "heat.schema" -}}
+{{- if eq (default "zed" .Values.openstackRelease) "zed" -}}migrate:heat/db/sqlalchemy/migrate_repo{{- else -}}alembic:heat/db/migrations{{- end -}}
 {{- end -}}

@@ -18,8 +18,12 @@ import sys
 # sys.argv[0] when it is imported): the packaged program's name, not "-c".
 sys.argv[0] = "/usr/bin/neutron-ovn-metadata-agent"
 
-# Patches eventlet in first, as /usr/bin/neutron-ovn-metadata-agent does.
-from neutron.cmd.eventlet.agents import ovn_metadata
+try:
+    # 2024.2 on: the agent without eventlet.
+    from neutron.cmd.agents import ovn_metadata
+except ImportError as older:  # noqa: F841 (the module of the older release below)
+    # Zed: patches eventlet in first, as /usr/bin/neutron-ovn-metadata-agent does.
+    from neutron.cmd.eventlet.agents import ovn_metadata
 
 from neutron_lib.callbacks import events, registry, resources
 

@@ -55,7 +55,10 @@ from neutron.plugins.ml2.drivers.ovn.agent import neutron_agent as n_agent
 from neutron.plugins.ml2.drivers.ovn.mech_driver import mech_driver
 from neutron.plugins.ml2.drivers.ovn.mech_driver.ovsdb import worker as ovn_worker
 from neutron import service
-from neutron import wsgi
+try:
+    from neutron.api import wsgi  # 2024.2 on (neutron.wsgi is the uWSGI entry point)
+except ImportError as older:  # noqa: F841 (the module of the older release below)
+    from neutron import wsgi  # Zed
 
 LOG = logging.getLogger("neutron-server")
 
