@@ -118,7 +118,7 @@ func (n *nsNode) nsenter(args ...string) *exec.Cmd {
 func (n *nsNode) osd(timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := n.nsenter(append([]string{n.bin, "--state-dir", n.stateDir(), "--run-dir", n.runDir()}, args...)...)
+	cmd := n.nsenter(append([]string{n.bin, "--state-dir", n.stateDir(), "--run-dir", n.runDir()}, withTestRelease(args)...)...)
 	go func() {
 		<-ctx.Done()
 		if cmd.Process != nil && ctx.Err() == context.DeadlineExceeded {

@@ -141,7 +141,7 @@ func (n *node) osd(args ...string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, n.bin, append(n.globalArgs(), args...)...)
+	cmd := exec.CommandContext(ctx, n.bin, append(n.globalArgs(), withTestRelease(args)...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -319,4 +319,15 @@ func selfSignedClient(t testing.TB) (certPEM, keyPEM []byte) {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// withTestRelease adds --release OSD_TEST_RELEASE to an osd init's args when the variable
+// is set (make test-epoxy): every cloud the tests deploy then runs that release, and
+// re-runs ask for the release the cloud has.
+func withTestRelease(args []string) []string {
+	rel := os.Getenv("OSD_TEST_RELEASE")
+	if rel == "" || len(args) == 0 || args[0] != "init" || slices.Contains(args, "--kubernetes-only") {
+		return args
+	}
+	return append(append([]string(nil), args...), "--release", rel)
 }
