@@ -13,14 +13,22 @@ import (
 	"github.com/osdcloud/osd/bootstrap/preflight"
 )
 
-// TestDebInCleanDebian installs the .deb with apt in a clean Debian 12 root (made with
-// mmdebstrap, never having seen osd): apt pulls the dependencies the package declares,
-// which are exactly the list preflight checks; the unit is installed and enabled (not
-// started), the completions and man pages are there, osd version and osd preflight run;
-// removal keeps /var/lib/osd, a downgrade over its state is refused, purge deletes it.
+// TestDebInCleanDebian installs the .deb with apt in a clean root of each Debian release
+// osd supports as a host, 12 (bookworm) and 13 (trixie) (made with mmdebstrap, never
+// having seen osd): apt pulls the dependencies the package declares, which are exactly the
+// list preflight checks, and they resolve in that release; the unit is installed and
+// enabled (not started), the completions and man pages are there, osd version and osd
+// preflight run; removal keeps /var/lib/osd, a downgrade over its state is refused, purge
+// deletes it.
 func TestDebInCleanDebian(t *testing.T) {
 	requireRoot(t)
 	deb := artifact(t, "OSD_DEB", "deb", "deb")
+	for _, suite := range []string{"bookworm", "trixie"} {
+		t.Run(suite, func(t *testing.T) { debInCleanDebian(t, deb, suite) })
+	}
+}
+
+func debInCleanDebian(t *testing.T, deb, suite string) {
 	version := debField(t, deb, "Version")
 
 	// The control file's relations are the shared list, plus the C library the binary links.
@@ -33,7 +41,7 @@ func TestDebInCleanDebian(t *testing.T) {
 		t.Errorf("Recommends = %v, want %v (packages.txt's recommends)", got, list["recommends"])
 	}
 
-	c := newChroot(t)
+	c := newChroot(t, suite)
 	before := c.installed()
 	if err := os.Link(deb, c.path("/tmp/osd.deb")); err != nil {
 		run(t, time.Minute, nil, "cp", deb, c.path("/tmp/osd.deb"))

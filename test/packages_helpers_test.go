@@ -105,7 +105,7 @@ func relationNames(field string) []string {
 	return names
 }
 
-// chroot is a clean Debian 12 root made with mmdebstrap, never having seen osd, with
+// chroot is a clean Debian root (12 or 13) made with mmdebstrap, never having seen osd, with
 // /proc, /sys and /dev mounted for the packages' scripts. Services are kept from starting
 // (policy-rc.d), so nothing it installs runs on the host.
 type chroot struct {
@@ -117,12 +117,14 @@ type chroot struct {
 // debCacheDir keeps the .debs the clean roots download, next to the image builder's.
 const debCacheDir = "/var/cache/osd/cache/debs"
 
-func newChroot(t testing.TB) *chroot {
+// newChroot makes a clean root of Debian suite from the host's mirror (images.HostSources),
+// with proc, sys and dev mounted; the test's cleanup unmounts and removes it.
+func newChroot(t testing.TB, suite string) *chroot {
 	t.Helper()
 	requireTools(t, "mmdebstrap", "chroot")
-	srcs, err := images.HostSources("bookworm")
+	srcs, err := images.HostSources(suite)
 	if err != nil {
-		t.Fatalf("the clean root needs the host's apt source for bookworm: %v", err)
+		t.Fatalf("the clean root needs the host's apt source for %s: %v", suite, err)
 	}
 	base, err := os.MkdirTemp("", "osd-clean-root-")
 	if err != nil {
@@ -136,6 +138,9 @@ func newChroot(t testing.TB) *chroot {
 		}
 	})
 	cache := filepath.Join(debCacheDir, "package-test")
+	if suite != "bookworm" {
+		cache += "-" + suite
+	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +150,13 @@ func newChroot(t testing.TB) *chroot {
 		"--setup-hook=mkdir -p \"$1/var/cache/apt/archives\"",
 		"--setup-hook=sync-in " + cache + " /var/cache/apt/archives/",
 		"--customize-hook=sync-out /var/cache/apt/archives " + cache,
-		"bookworm", c.dir}
+		suite, c.dir}
 	for _, s := range srcs {
 		args = append(args, s.Line())
 	}
 	start := time.Now()
 	run(t, 10*time.Minute, []string{"LC_ALL=C.UTF-8"}, "mmdebstrap", args...)
-	t.Logf("mmdebstrap: a clean Debian 12 root in %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("mmdebstrap: a clean %s root in %s", suite, time.Since(start).Round(100*time.Millisecond))
 	for _, m := range []struct{ src, dst, fs string }{
 		{"proc", "proc", "proc"}, {"sysfs", "sys", "sysfs"}, {"/dev", "dev", ""}, {"/dev/pts", "dev/pts", ""},
 	} {
