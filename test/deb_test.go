@@ -128,8 +128,12 @@ func debInCleanDebian(t *testing.T, deb, suite string) {
 		requireTools(t, "systemd-analyze")
 		// It checks the unit's Documentation= with man(1), which MANPATH points at the root.
 		out, err := runErr(time.Minute, []string{"MANPATH=" + c.path("/usr/share/man")}, "systemd-analyze", "verify", "--root="+c.dir, "/lib/systemd/system/osd.service")
-		if err != nil || strings.TrimSpace(out) != "" {
+		if err != nil || len(osdLines(out)) > 0 {
 			t.Errorf("systemd-analyze verify osd.service: %v\n%s", err, out)
+		} else if strings.TrimSpace(out) != "" {
+			// The host's systemd-analyze reads the root's own units too: a newer Debian's
+			// use keys an older systemd does not know. Only osd's unit is judged.
+			t.Logf("systemd-analyze on the root's own units (not osd's):\n%s", out)
 		}
 	})
 
@@ -212,4 +216,15 @@ func sameSet(a, b []string) bool {
 		return m
 	}
 	return reflect.DeepEqual(set(a), set(b))
+}
+
+// osdLines are the lines of systemd-analyze's output about osd's unit.
+func osdLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "osd.service") || strings.Contains(l, "/usr/bin/osd") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
