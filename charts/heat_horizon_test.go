@@ -732,8 +732,12 @@ func TestHorizonChart(t *testing.T) {
 			t.Errorf("init containers = %v, want [config-render dashboard-check]", names)
 		}
 		if check := containerByName(pod.InitContainers, "dashboard-check"); check != nil {
-			if len(check.Command) != 5 || !strings.Contains(check.Command[4], `Client().get("/auth/login/", HTTP_HOST="localhost", SCRIPT_NAME="/horizon")`) {
-				t.Errorf("dashboard-check command = %q, want the login page through Django's test client", check.Command)
+			program, err := fs.ReadFile(heatHorizonFS(t), "horizon/files/dashboard_check.py")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"/usr/bin/python3", "-W", "ignore", "-c", string(program), "/horizon"}; !reflect.DeepEqual(check.Command, want) {
+				t.Errorf("dashboard-check command = %.200q, want files/dashboard_check.py with the web root /horizon", check.Command)
 			}
 			for _, path := range []string{"/etc/openstack-dashboard/local_settings.py", "/etc/openstack-dashboard/local_settings.d"} {
 				if hhMount(check, path) == nil {

@@ -112,78 +112,25 @@ other there), Recreate (ports and data cannot be shared by two pods), the ceph u
 */}}
 {{- define "ceph.daemon" -}}
 {{- $ctx := .ctx -}}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: ceph-{{ .component }}
-  labels:
-    {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 4 }}
-spec:
-  replicas: 1
-  strategy:
-    type: Recreate
-  selector:
-    matchLabels:
-      {{- include "osd-lib.selectorLabels" (dict "ctx" $ctx "component" .component) | nindent 6 }}
-  template:
-    metadata:
-      labels:
-        {{- include "osd-lib.labels" (dict "ctx" $ctx "component" .component) | nindent 8 }}
-      annotations:
-        checksum/config: {{ include "ceph.checksum" $ctx }}
-    spec:
-      enableServiceLinks: false
-      hostNetwork: true
-      dnsPolicy: ClusterFirstWithHostNet
-      terminationGracePeriodSeconds: 30
-      {{- include "ceph.placement" $ctx | nindent 6 }}
-      {{- include "osd-lib.podSecurity" (dict "uid" $ctx.Values.uid) | nindent 6 }}
-      initContainers:
-        {{- range .hostDirs }}
-        {{- include "osd-lib.chownStep" (dict "ctx" $ctx "image" "ceph" "uid" $ctx.Values.uid "volume" .name "path" .path) | nindent 8 }}
-        {{- end }}
-        {{- include "ceph.configRender" (dict "ctx" $ctx "secretEnv" .secretEnv) | nindent 8 }}
-      containers:
-        - name: ceph-{{ .component }}
-          image: {{ include "osd-lib.image" (dict "ctx" $ctx "image" "ceph") }}
-          imagePullPolicy: Never
-          command:
-            - /bin/bash
-            - -ec
-            - |
-              {{- .script | nindent 14 }}
-          env:
-            - name: MY_IP
-              valueFrom: {fieldRef: {fieldPath: status.hostIP}}
-            {{- with .env }}
-            {{- toYaml . | nindent 12 }}
-            {{- end }}
-          {{- with .probes }}
-          {{- include "osd-lib.probes" . | nindent 10 }}
-          {{- end }}
-          {{- with .readiness }}
-          readinessProbe:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          {{- include "osd-lib.resources" (dict "ctx" $ctx "component" .component) | nindent 10 }}
-          volumeMounts:
-            {{- include "ceph.configMounts" . | nindent 12 }}
-            - name: tmp
-              mountPath: /tmp
-            {{- range .hostDirs }}
-            - name: {{ .name }}
-              mountPath: {{ .path }}
-            {{- end }}
-      volumes:
-        {{- include "osd-lib.configVolumes" (dict "configSecret" "ceph-config") | nindent 8 }}
-        - name: run
-          emptyDir: {medium: Memory}
-        - name: tmp
-          emptyDir: {}
-        {{- range .hostDirs }}
-        - name: {{ .name }}
-          hostPath:
-            path: {{ printf "%s/%s" $ctx.Values.persistence.hostPath .sub }}
-            type: DirectoryOrCreate
-        {{- end }}
+{{- $init := list -}}
+{{- $mounts := concat (include "ceph.configMounts" . | fromYamlArray) (list (dict "name" "tmp" "mountPath" "/tmp")) -}}
+{{- $volumes := concat (include "osd-lib.configVolumes" (dict "configSecret" "ceph-config") | fromYamlArray)
+      (list (dict "name" "run" "emptyDir" (dict "medium" "Memory")) (dict "name" "tmp" "emptyDir" dict)) -}}
+{{- range .hostDirs }}
+{{- $init = concat $init (include "osd-lib.chownStep" (dict "ctx" $ctx "image" "ceph" "uid" $ctx.Values.uid "volume" .name "path" .path) | fromYamlArray) -}}
+{{- $mounts = append $mounts (dict "name" .name "mountPath" .path) -}}
+{{- $volumes = append $volumes (dict "name" .name "hostPath" (dict "path" (printf "%s/%s" $ctx.Values.persistence.hostPath .sub) "type" "DirectoryOrCreate")) -}}
+{{- end }}
+{{- $init = concat $init (include "ceph.configRender" (dict "ctx" $ctx "secretEnv" .secretEnv) | fromYamlArray) -}}
+{{- $container := include "osd-lib.container" (dict "ctx" $ctx "image" "ceph" "name" (printf "ceph-%s" .component)
+      "command" (list "/bin/bash" "-ec" (printf "%s\n" .script))
+      "env" (concat (list (dict "name" "MY_IP" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.hostIP")))) (.env | default list))
+      "probes" .probes "probeSpec" (ternary (dict "readinessProbe" .readiness) dict (not (empty .readiness)))
+      "resources" .component "mounts" $mounts) | fromYamlArray -}}
+{{ include "osd-lib.workload" (dict "ctx" $ctx "name" (printf "ceph-%s" .component) "component" .component "uid" $ctx.Values.uid
+    "replicas" 1 "strategy" (dict "type" "Recreate") "hostNetwork" true
+    "checksum" (include "ceph.checksum" $ctx)
+    "nodeSelector" ((include "ceph.placement" $ctx | fromYaml).nodeSelector | default "none")
+    "pod" (dict "terminationGracePeriodSeconds" 30)
+    "initContainers" $init "containers" $container "volumes" $volumes) }}
 {{- end -}}

@@ -128,7 +128,7 @@ A step running a command with the rendered config files mounted at their paths:
 {{/*
 A Job running steps in order: (dict "ctx" $ "name" "keystone-init" "steps" (include ... | fromYamlArray)
 "volumes" (list ...) "checksum" (include "osd-lib.configChecksum" ...) and optionally
-"securityContext" (a pod security context)). The name carries a hash of the steps and the config checksum, so changed steps (new config,
+"securityContext" (a pod security context), "nodeSelector" (a dict)). The name carries a hash of the steps and the config checksum, so changed steps (new config,
 new image) run as a new Job instead of failing on the immutable pod template; the old Job
 leaves with the old release manifest. The last step is the main container.
 */}}
@@ -158,6 +158,10 @@ spec:
       enableServiceLinks: false
       {{- with .securityContext }}
       securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with .nodeSelector }}
+      nodeSelector:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       {{- if gt (len $steps) 1 }}

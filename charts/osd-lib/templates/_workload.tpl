@@ -196,3 +196,19 @@ spec:
       {{- end }}
     {{- end }}
 {{- end -}}
+
+{{/*
+The volume of a stateful service's data: (dict "ctx" $) and optionally "name" (default
+data). The host directory .Values.persistence.hostPath when set (the pod is pinned to its
+node, osd-lib.stateNode), else an emptyDir. A list of one volume, as YAML.
+*/}}
+{{- define "osd-lib.dataVolume" -}}
+- name: {{ .name | default "data" }}
+  {{- if .ctx.Values.persistence.hostPath }}
+  hostPath:
+    path: {{ .ctx.Values.persistence.hostPath }}
+    type: DirectoryOrCreate
+  {{- else }}
+  emptyDir: {}
+  {{- end }}
+{{- end -}}
