@@ -98,8 +98,8 @@ func bootGuest(t *testing.T, l *libvirt.Libvirt, dir string, s bootSpec) booted 
 		Memory: &libvirtxml.DomainMemory{Value: 256, Unit: "MiB"},
 		VCPU:   &libvirtxml.DomainVCPU{Value: 1},
 		OS: &libvirtxml.DomainOS{
-			Type:    &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
-			Kernel:  kernel, Initrd: initrd,
+			Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
+			Kernel: kernel, Initrd: initrd,
 			Cmdline: s.cmdline + " console=hvc0",
 		},
 		// As Nova defines every x86 guest: with ACPI (its power button is the soft power off).
