@@ -23,10 +23,8 @@ import (
 	"github.com/digitalocean/go-libvirt"
 	"github.com/osdcloud/osd/bootstrap/images"
 
-	"github.com/osdcloud/osd/hypervisor"
 	"github.com/vishvananda/netns"
 	"golang.org/x/crypto/ssh"
-	"libvirt.org/go/libvirtxml"
 )
 
 func need(t *testing.T, tools ...string) {
@@ -164,7 +162,9 @@ func makeTestNet(t *testing.T, dir string, publicKey string) testNet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", "netns", "exec", tn.ns, "busybox", "udhcpd", "-f", conf)
+	// -a 0: an offer at once, as OVN's native DHCP makes it, not after udhcpd's ARP probe
+	// of the address (2 s by default), which would be most of the guest's /init to lease.
+	cmd := exec.Command("ip", "netns", "exec", tn.ns, "busybox", "udhcpd", "-f", "-a", "0", conf)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start udhcpd: %v", err)
@@ -193,20 +193,7 @@ func TestBuildBootDHCP(t *testing.T) {
 	need(t, "apt-get", "dpkg-deb", "depmod", "ip", "busybox", "libvirtd", "virtlogd", "qemu-system-x86_64", "genisoimage", "ssh")
 	img := buildTwice(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	started, err := hypervisor.EnsureLibvirtd(ctx, hypervisor.LibvirtConfig{})
-	if err != nil {
-		t.Fatalf("EnsureLibvirtd: %v", err)
-	}
-	if started {
-		t.Cleanup(func() { stopByPidFile(t, "/run/libvirtd.pid"); stopByPidFile(t, "/run/virtlogd.pid") })
-	}
-	l, err := hypervisor.Connect(ctx, hypervisor.DefaultLibvirtSocket)
-	if err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
-	t.Cleanup(func() { l.Disconnect() })
+	l := startLibvirt(t)
 
 	dir, err := os.MkdirTemp("", "osd-guest-")
 	if err != nil {
@@ -220,75 +207,8 @@ func TestBuildBootDHCP(t *testing.T) {
 	driveUUID := "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
 	drive := configDrive(t, dir, metaData(driveUUID, tn.hostname+".novalocal", ""))
 
-	// Copies: libvirt relabels and chowns what it boots.
-	kernel, initrd := filepath.Join(dir, "vmlinuz"), filepath.Join(dir, "initrd.img")
-	for src, dst := range map[string]string{img.Kernel: kernel, img.Initrd: initrd} {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	console := filepath.Join(dir, "console.log")
-	name := "osdguest-" + randomHex(t, 4)
-	mac := "52:54:00:" + strings.Join([]string{randomHex(t, 1), randomHex(t, 1), randomHex(t, 1)}, ":")
-	port := uint(0)
-	dom := libvirtxml.Domain{
-		Type: "qemu", Name: name,
-		Memory: &libvirtxml.DomainMemory{Value: 256, Unit: "MiB"},
-		VCPU:   &libvirtxml.DomainVCPU{Value: 1},
-		OS: &libvirtxml.DomainOS{
-			Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
-			Kernel: kernel, Initrd: initrd,
-			// As Nova boots the machine image: its command line, then Nova's console=hvc0
-			// (ttyS0 is not the last console).
-			Cmdline: CommandLine + " console=hvc0",
-		},
-		// As Nova defines every x86 guest: with ACPI (its power button is the soft power off).
-		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}, APIC: &libvirtxml.DomainFeatureAPIC{}},
-		OnPoweroff: "destroy", OnCrash: "destroy",
-		Devices: &libvirtxml.DomainDeviceList{
-			Serials: []libvirtxml.DomainSerial{{
-				Source: &libvirtxml.DomainChardevSource{File: &libvirtxml.DomainChardevSourceFile{Path: console}},
-				Target: &libvirtxml.DomainSerialTarget{Port: &port},
-			}},
-			Interfaces: []libvirtxml.DomainInterface{{
-				MAC:    &libvirtxml.DomainInterfaceMAC{Address: mac},
-				Source: &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: tn.bridge}},
-				Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
-			}},
-			// As Nova attaches a config drive on QEMU's pc machine: an IDE CD-ROM.
-			Disks: []libvirtxml.DomainDisk{{
-				Device:   "cdrom",
-				Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
-				Source:   &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: drive}},
-				Target:   &libvirtxml.DomainDiskTarget{Dev: "hdd", Bus: "ide"},
-				ReadOnly: &libvirtxml.DomainDiskReadOnly{},
-			}},
-			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "none"},
-		},
-	}
-	xml, err := dom.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := l.DomainDefineXML(xml)
-	if err != nil {
-		t.Fatalf("DomainDefineXML: %v", err)
-	}
-	t.Cleanup(func() {
-		if d, err := l.DomainLookupByName(name); err == nil {
-			l.DomainDestroy(d)
-			l.DomainUndefine(d)
-		}
-		os.Remove(filepath.Join("/var/log/libvirt/qemu", name+".log"))
-	})
-	start := time.Now()
-	if err := l.DomainCreate(d); err != nil {
-		t.Fatalf("DomainCreate: %v", err)
-	}
+	g := bootGuest(t, l, dir, bootSpec{kernel: img.Kernel, initrd: img.Initrd, cmdline: CommandLine, bridge: tn.bridge, drive: drive})
+	name, console, d, start := g.name, g.console, g.dom, g.start
 	var c Console
 	for {
 		b, _ := os.ReadFile(console)
@@ -382,6 +302,10 @@ func TestBuildBootDHCP(t *testing.T) {
 		t.Errorf("ssh %s@%s: curl the metadata service, sudo, tools = %v:\n%s\nwant meta_data.json with uuid %s, sudo id -u 0, no tool missing, an ext4 file system", LoginUser, ip, err, out, tn.uuid)
 	} else {
 		t.Logf("in the guest over SSH: curl read the metadata service, sudo is root, ip ping nc wget ifconfig hostname blkid mkfs.ext4 mount present")
+	}
+	// The machine image's disk on virtio-blk (as a volume attached later): 1 MiB, 2048 sectors.
+	if out, err := sshInNamespace(tn.ns, ip.String(), keyFile, knownHosts, "cat /sys/block/vda/size"); err != nil || strings.TrimSpace(out) != "2048" {
+		t.Errorf("ssh %s@%s: cat /sys/block/vda/size = %q, %v, want 2048 (the 1 MiB disk on virtio-blk)", LoginUser, ip, out, err)
 	}
 	// Go's SSH client (osd launch logs in with it) as well as OpenSSH's.
 	// Go's client prefers RSA host keys: with any host key accepted, the server must make

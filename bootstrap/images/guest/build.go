@@ -36,7 +36,7 @@ type Options struct {
 // Image is a built (or cached) kernel + initramfs pair.
 type Image struct {
 	Kernel        string            `json:"kernel"` // path of vmlinuz
-	Initrd        string            `json:"initrd"` // path of the gzip'd newc initramfs
+	Initrd        string            `json:"initrd"` // path of the LZ4 (legacy format) newc initramfs
 	Key           string            `json:"key"`    // cache key: packages and recipe
 	KernelVersion string            `json:"kernel_version"`
 	Packages      map[string]string `json:"packages"` // name -> version used

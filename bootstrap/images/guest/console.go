@@ -29,9 +29,10 @@ type Console struct {
 	ConfigDrive     string
 	ConfigDriveUUID string
 	NoConfigDrive   bool
-	// InitUptime and LeaseUptime are the guest's uptime (seconds since its kernel started)
-	// when /init started and when eth0 got its (last) lease; 0 when not reported.
-	InitUptime, LeaseUptime float64
+	// InitUptime, LeaseUptime and SSHUptime are the guest's uptime (seconds since its
+	// kernel started) when /init started, when eth0 got its (last) lease and when the SSH
+	// server (last) started listening; 0 when not reported.
+	InitUptime, LeaseUptime, SSHUptime float64
 }
 
 var (
@@ -62,7 +63,7 @@ func ParseConsole(log string) Console {
 		case strings.HasPrefix(line, Marker+" metadata unreachable"):
 			c.Started, c.MetadataFail = true, true
 		case strings.HasPrefix(line, Marker+" ssh server listening"):
-			c.Started, c.SSHListening = true, true
+			c.Started, c.SSHListening, c.SSHUptime = true, true, uptimeOf(line)
 		case strings.HasPrefix(line, Marker+" no config drive"):
 			c.Started, c.NoConfigDrive = true, true
 		case hostKeyLine.MatchString(line):

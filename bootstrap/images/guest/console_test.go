@@ -29,6 +29,8 @@ func TestParseConsole(t *testing.T) {
 		{"no nic", "osd-guest: init started\nosd-guest: no eth0 (interfaces: lo )\n", Console{Started: true, NoNIC: true}},
 		{"lease with uptime", "osd-guest: init started, kernel 6.1.0, uptime 3.5\nosd-guest: eth0 10.20.0.5/24 up gateway 10.20.0.1 mtu 1442 uptime 6.25\r\n",
 			Console{Started: true, Address: "10.20.0.5/24", Gateway: "10.20.0.1", InitUptime: 3.5, LeaseUptime: 6.25}},
+		{"ssh with uptime", "osd-guest: init started, kernel 6.1.0, uptime 1.5\nosd-guest: ssh server listening on port 22, uptime 2.75\n",
+			Console{Started: true, InitUptime: 1.5, SSHListening: true, SSHUptime: 2.75}},
 		{"prefixed by kernel timestamps", "[  5.1] osd-guest: eth0 192.168.1.9/24 up gateway 192.168.1.1 mtu default", Console{Started: true, Address: "192.168.1.9/24", Gateway: "192.168.1.1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

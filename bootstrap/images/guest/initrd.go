@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"compress/gzip"
 	"fmt"
 	"io"
 	"path"
@@ -111,12 +110,12 @@ func parents(name string) []string {
 	return out
 }
 
-// writeInitrd writes the gzip-compressed initramfs.
+// writeInitrd writes the initramfs, compressed with LZ4 (legacy format): under QEMU
+// without KVM the kernel unpacks it about 0.4 s sooner than the same archive gzip'd
+// (measured for the guest's 26 MB: 12.8 MB with LZ4, 11.2 MB with gzip -9; uncompressed,
+// loading it took longer than unpacking the LZ4).
 func writeInitrd(w io.Writer, busybox []byte, files []File, modules []Module) error {
-	zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
+	zw := newLZ4Writer(w)
 	if err := writeCPIO(zw, initrdEntries(busybox, files, modules)); err != nil {
 		return fmt.Errorf("write initramfs: %w", err)
 	}
@@ -126,7 +125,7 @@ func writeInitrd(w io.Writer, busybox []byte, files []File, modules []Module) er
 // recipeVersion identifies what the initramfs holds besides the packages:
 // part of the cache key.
 func recipeVersion() string {
-	parts := []string{"guest-v2", fmt.Sprintf("busybox %o", busyboxMode), initScript, passwdFile, groupFile, shellsFile, nsswitchFile, sudoScript, fmt.Sprintf("%s %o %d %x", asRootPath, asRootMode, loginGID, asm.AsRootBinary()), strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(binaries(), ",")}
+	parts := []string{"guest-v3 lz4", fmt.Sprintf("busybox %o", busyboxMode), initScript, passwdFile, groupFile, shellsFile, nsswitchFile, sudoScript, fmt.Sprintf("%s %o %d %x", asRootPath, asRootMode, loginGID, asm.AsRootBinary()), strings.Join(NetModules, ","), strings.Join(DriveModules, ","), strings.Join(PowerModules, ","), strings.Join(binaries(), ",")}
 	for _, l := range toolLinks {
 		parts = append(parts, l[0]+" -> "+l[1])
 	}

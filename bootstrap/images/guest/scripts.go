@@ -109,7 +109,7 @@ if ! dropbearkey -t ed25519 -f $key >/tmp/dropbearkey.log 2>&1; then
 fi
 say "ssh host key $(dropbearkey -y -f $key 2>/dev/null | grep '^ssh-ed25519 ' | cut -d' ' -f1,2)"
 while :; do
-	say "ssh server listening on port 22"
+	say "ssh server listening on port 22, uptime $(cut -d' ' -f1 /proc/uptime)"
 	dropbear -F -E -s -w -R -p 22 -P /run/dropbear.pid 2>>/var/log/dropbear.log
 	say "ssh server ended ($(tail -n 1 /var/log/dropbear.log)), restarting"
 	sleep 1
