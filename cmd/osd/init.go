@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	bimages "github.com/osdcloud/osd/bootstrap/images"
 	"github.com/osdcloud/osd/daemon/api"
 	"github.com/osdcloud/osd/daemon/client"
 )
@@ -55,18 +54,9 @@ func newInitCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.TunnelInterface, "tunnel-interface", "", "the interface that reaches the other nodes, for Geneve tunnels: on the userspace OVS datapath it moves into the bridge br-phy with its addresses (rolled back if the host loses connectivity); auto: the one holding the node's address; none: no bridge")
 	cmd.Flags().BoolVar(&req.KubernetesOnly, "kubernetes-only", false, "stop once the host and its embedded Kubernetes node are ready (no OpenStack)")
 	cmd.Flags().BoolVar(&profile, "profile", false, "at the end, print where the time went: every step, image and release by phase, and the critical path")
-	cmd.Flags().StringVar(&req.Release, "release", "", "the OpenStack release of a new cloud: "+releaseNames()+" (default "+bimages.DefaultReleaseName+"); a cloud keeps the release it was deployed with")
+	cmd.Flags().StringVar(&req.Release, "release", "", "the OpenStack release of a new cloud, by codename or series (zed, the default, or epoxy: the daemon refuses one it does not deploy, naming those it does); a cloud keeps the release it was deployed with")
 	addStorageFlags(cmd, &req, &storageSize)
 	return cmd
-}
-
-// releaseNames lists the releases osd deploys, as --release takes them.
-func releaseNames() string {
-	var out []string
-	for _, r := range bimages.Releases() {
-		out = append(out, r.Name)
-	}
-	return strings.Join(out, ", ")
 }
 
 func runInit(ctx context.Context, g *globals, p *progress, req api.InitRequest) error {
