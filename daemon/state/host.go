@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	bimages "github.com/osdcloud/osd/bootstrap/images"
@@ -12,7 +13,12 @@ import (
 
 // Host is this host's record: what osd init or osd join asked for and what the steps
 // decided and keep (store.Host). Every step reads it here.
-func (s *State) Host(ctx context.Context) (store.Host, error) { return s.DB.Host(ctx) }
+func (s *State) Host(ctx context.Context) (store.Host, error) {
+	if s.DB == nil {
+		return store.Host{}, errors.New("the state database is not open yet")
+	}
+	return s.DB.Host(ctx)
+}
 
 // UpdateHost changes this host's record with fn in one transaction (nothing is written
 // when fn fails).
@@ -101,8 +107,12 @@ func ReleaseOf(h store.Host) (bimages.Release, error) {
 	return bimages.RecordedRelease(h.Release, h.Initialized || h.Join != nil)
 }
 
-// Release is the OpenStack release this host's cloud runs (ReleaseOf its record).
+// Release is the OpenStack release this host's cloud runs (ReleaseOf its record; the
+// default release while no state database is open: nothing is recorded then).
 func (s *State) Release(ctx context.Context) (bimages.Release, error) {
+	if s.DB == nil {
+		return bimages.DefaultRelease(), nil
+	}
 	h, err := s.Host(ctx)
 	if err != nil {
 		return bimages.Release{}, err
