@@ -250,7 +250,7 @@ func (d *Daemon) info() api.ServerInfo {
 		slog.Error("the host record's OpenStack release", "err", err)
 	}
 	var upgrade string
-	if to, ok := bimages.UpgradeTarget(rel); ok && d.st.Initialized(context.Background()) {
+	if to, ok := bimages.UpgradeTarget(rel); ok { // a host asked for nothing has the default: none
 		upgrade = to.Title()
 	}
 	return api.ServerInfo{

@@ -117,6 +117,6 @@ func (s *Service) Release(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rel, err := bimages.RecordedRelease(h.Release, h.Initialized || h.Join != nil)
+	rel, err := bimages.RecordedRelease(h.Release, h.Deployed())
 	return rel.Name, err
 }

@@ -104,7 +104,7 @@ func (n netSaved) Save(s netsetup.Saved) error {
 // images.RecordedRelease): the recorded one, Zed for a host initialized or joined before
 // osd recorded releases, the default for a host nothing was asked of yet.
 func ReleaseOf(h store.Host) (bimages.Release, error) {
-	return bimages.RecordedRelease(h.Release, h.Initialized || h.Join != nil)
+	return bimages.RecordedRelease(h.Release, h.Deployed())
 }
 
 // Release is the OpenStack release this host's cloud runs (ReleaseOf its record; the

@@ -43,6 +43,9 @@ type Host struct {
 	NetTunnel   string
 }
 
+// Deployed reports whether a cloud was asked of this host: osd init ran, or it joined.
+func (h Host) Deployed() bool { return h.Initialized || h.Join != nil }
+
 // Network is an external network (netsetup.ExternalNetwork's fields).
 type Network struct {
 	Bridge, CIDR, GatewayIP, Interface string

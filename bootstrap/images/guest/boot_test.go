@@ -195,12 +195,7 @@ func TestBuildBootDHCP(t *testing.T) {
 
 	l := startLibvirt(t)
 
-	dir, err := os.MkdirTemp("", "osd-guest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755) // qemu runs as libvirt-qemu
+	dir := guestDir(t)
 	keyFile, publicKey := testKey(t, dir)
 	tn := makeTestNet(t, dir, publicKey)
 	// The config drive has another uuid than the metadata service, to tell them apart.
@@ -567,4 +562,17 @@ func tailLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// guestDir is a fresh directory for one boot's files (removed at the end of the test),
+// readable by QEMU, which runs as libvirt-qemu.
+func guestDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "osd-guest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	return dir
 }

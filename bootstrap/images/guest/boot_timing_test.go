@@ -77,12 +77,7 @@ func TestBootTiming(t *testing.T) {
 	for i := 0; i < n; i++ {
 		for _, im := range imgs {
 			t.Run(fmt.Sprintf("%s/%d", im.name, i), func(t *testing.T) {
-				dir, err := os.MkdirTemp("", "osd-guest-")
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.RemoveAll(dir) })
-				os.Chmod(dir, 0o755) // qemu runs as libvirt-qemu
+				dir := guestDir(t)
 				keyFile, publicKey := testKey(t, dir)
 				tn := makeTestNet(t, dir, publicKey)
 				drive := configDrive(t, dir, metaData("0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9", tn.hostname+".novalocal", ""))
